@@ -1,0 +1,64 @@
+"""pytest-trt: TensorRT engine regression testing.
+
+Build engines under pinned configs with the full builder log captured, assert
+on fusions and precisions, compare outputs with HDF5 golden snapshots, and
+keep an audit bundle of every engine.  Importing this package imports no
+TensorRT, ONNX Runtime or h5py.
+"""
+
+from __future__ import annotations
+
+from pytest_trt.assertions import (
+    assert_fused,
+    assert_layer_count,
+    assert_no_fusion,
+    assert_no_warning,
+    assert_precision,
+    assert_warning,
+)
+from pytest_trt.config import BuildConfig, Calibration, OrtOptions, Profile
+from pytest_trt.engine import Engine
+from pytest_trt.errors import (
+    BackendUnavailable,
+    BuildFailed,
+    BundleIntegrityError,
+    ConfigError,
+    EngineNotRunnable,
+    GoldenCorrupt,
+    GoldenMissing,
+    GoldenTainted,
+    InputMismatch,
+    TrtError,
+    UnsupportedOption,
+)
+from pytest_trt.result import BuildResult, LogEntry
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BackendUnavailable",
+    "BuildConfig",
+    "BuildFailed",
+    "BuildResult",
+    "BundleIntegrityError",
+    "Calibration",
+    "ConfigError",
+    "Engine",
+    "EngineNotRunnable",
+    "GoldenCorrupt",
+    "GoldenMissing",
+    "GoldenTainted",
+    "InputMismatch",
+    "LogEntry",
+    "OrtOptions",
+    "Profile",
+    "TrtError",
+    "UnsupportedOption",
+    "__version__",
+    "assert_fused",
+    "assert_layer_count",
+    "assert_no_fusion",
+    "assert_no_warning",
+    "assert_precision",
+    "assert_warning",
+]

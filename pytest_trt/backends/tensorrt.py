@@ -1,0 +1,264 @@
+"""The TensorRT-family backend: NVIDIA TensorRT (8.6, 10.x, 11.x) and TensorRT-RTX (1.x), one code path.
+
+Differences between the modules are probed (see :mod:`trt_features`), never
+branched on by name, except where a message has to tell the user which
+product they run.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.util
+import platform
+import threading
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from pytest_trt.backends import device as gpu_device
+from pytest_trt.backends.trt_apply import apply_config, check_network_inputs, read_back
+from pytest_trt.backends.trt_features import Features, probe
+from pytest_trt.backends.trt_logger import capture_logger
+from pytest_trt.config import MEMORY_POOLS, BuildConfig
+from pytest_trt.errors import BuildFailed, EngineNotRunnable, UnsupportedOption
+from pytest_trt.result import BuildResult, LogEntry
+
+if TYPE_CHECKING:
+    from pytest_trt.backends.base import Runner
+    from pytest_trt.buildlog.record import BuildRecord
+
+# One build at a time per process: the TensorRT logger is process-global.
+_BUILD_LOCK = threading.Lock()
+
+
+class TensorRTBackend:
+    """Builds engines with ``tensorrt`` or ``tensorrt_rtx``."""
+
+    def __init__(self, module: str = "tensorrt") -> None:
+        self.module_name = module
+        self.name = "tensorrt-rtx" if module == "tensorrt_rtx" else "tensorrt"
+
+    @functools.cached_property
+    def trt(self) -> ModuleType:
+        return importlib.import_module(self.module_name)
+
+    @functools.cached_property
+    def features(self) -> Features:
+        return probe(self.trt)
+
+    def version(self) -> str:
+        return self.features.version
+
+    def versions(self) -> dict[str, str]:
+        import onnx
+
+        parser = getattr(self.trt, "get_nv_onnx_parser_version", None)
+        out = {
+            "backend": self.name,
+            self.module_name: self.version(),
+            "onnx": onnx.__version__,
+            "python": platform.python_version(),
+        }
+        if parser is not None:
+            out["onnx_parser"] = str(parser())
+        return out
+
+    def device(self, config: BuildConfig) -> dict[str, Any]:
+        gpus = gpu_device.gpus()
+        gpu = gpus[0] if gpus else None
+        ident: dict[str, Any] = {}
+        if gpu is not None:
+            ident.update(kind="gpu", name=gpu.name, compute_capability=gpu.compute_capability)
+        else:
+            ident.update(kind="cpu-aot" if self.features.is_rtx else "none", name=None, compute_capability=None)
+        if self.features.is_rtx:
+            # Ahead-of-time builds target compute capabilities, not the local device.
+            ident["targets"] = list(config.compute_capabilities) or ["default"]
+        return ident
+
+    # -- validation ----------------------------------------------------
+    def validate(self, config: BuildConfig) -> None:
+        """Refuse, with the reason and the alternative, anything this module cannot honour."""
+        f = self.features
+        product = f"{'TensorRT-RTX' if f.is_rtx else 'TensorRT'} {f.version}"
+
+        def refuse(option: str, why: str) -> UnsupportedOption:
+            return UnsupportedOption(f"BuildConfig {config.name!r}: {option}: {why}", backend=self.name, option=option)
+
+        if config.ort is not None:
+            raise refuse("ort", f"ONNX Runtime options do not apply to {product}; drop `ort=` or use --trt-backend onnxruntime")
+        missing = [flag for flag in f.precision_flags(config.precision) if flag not in f.builder_flags]
+        if missing or (config.precision == "best" and f.strongly_typed_only):
+            raise refuse(
+                f"precision={config.precision!r}",
+                f"{product} has no {'/'.join(missing) or 'reduced-precision'} builder flag: it builds strongly typed "
+                "networks whose precision comes from the ONNX model's types. Convert the model (e.g. to FP16 with "
+                "onnxconverter-common) or quantize it with explicit Q/DQ nodes, then use precision='typed'.",
+            )
+        if config.precision == "typed" and not f.strongly_typed_only and "STRONGLY_TYPED" not in f.network_flags:
+            raise refuse("precision='typed'", f"{product} has no STRONGLY_TYPED network flag (added in TensorRT 9/10)")
+        for flag in config.flags:
+            if flag not in f.builder_flags:
+                raise refuse(f"flags[{flag!r}]", f"{product} has no builder flag {flag}; it has: {', '.join(sorted(f.builder_flags))}")
+        for pool in config.memory_pool_limits:
+            if MEMORY_POOLS[pool] not in f.memory_pools:
+                raise refuse(f"memory_pool_limits[{pool!r}]", f"{product} has no memory pool {MEMORY_POOLS[pool]}")
+        if config.builder_optimization_level is not None and not f.has_optimization_level:
+            raise refuse("builder_optimization_level", f"{product} has no builder optimization level (added in 8.6)")
+        if config.timing_cache is not None and not f.timing_cache_effective:
+            raise refuse("timing_cache", f"{product} has no working timing cache (TensorRT-RTX made its timing-cache "
+                                         "calls no-ops in 1.2); remove timing_cache from the config")
+        for cc in config.compute_capabilities:
+            if cc not in f.compute_capabilities:
+                known = [c for c in f.compute_capabilities if c.startswith("SM")]
+                why = (f"targets one of {', '.join(known)}" if known
+                       else "builds for the GPU it runs on; compute-capability targets are a TensorRT-RTX feature")
+                raise refuse(f"compute_capabilities[{cc!r}]", f"{product} {why}")
+        level = config.hardware_compatibility_level
+        if level is not None and level not in f.hardware_compatibility_levels:
+            raise refuse(
+                "hardware_compatibility_level",
+                f"{product} knows {', '.join(f.hardware_compatibility_levels) or 'no levels'}, not {level!r}",
+            )
+        if config.calibration is not None:
+            if not f.has_calibrators:
+                raise refuse(
+                    "calibration",
+                    f"{product} has no INT8 calibrators (implicit quantization was removed): quantize the ONNX "
+                    "with explicit Q/DQ nodes (ONNX Runtime quantize_static) and use precision='typed'",
+                )
+            raise refuse("calibration", "implicit INT8 calibration is not implemented in this pytest-trt release")
+
+    # -- build ---------------------------------------------------------
+    def build(self, config: BuildConfig) -> BuildResult:
+        self.validate(config)
+        trt = self.trt
+        logger = capture_logger(trt)
+        onnx_sha = config.onnx_sha256
+        with _BUILD_LOCK:
+            log = logger.start()
+            try:
+                return self._build_locked(config, logger, onnx_sha)
+            except BuildFailed as exc:
+                exc.context.setdefault("log", tuple(log))
+                raise
+            finally:
+                logger.stop()
+
+    def _build_locked(self, config: BuildConfig, logger: Any, onnx_sha: str) -> BuildResult:
+        trt, f = self.trt, self.features
+        log: list[LogEntry] = logger._sink
+        builder = trt.Builder(logger)
+        flags = 0
+        if f.use_explicit_batch:
+            flags |= 1 << int(trt.NetworkDefinitionCreationFlag.EXPLICIT_BATCH)
+        if config.precision == "typed" and "STRONGLY_TYPED" in f.network_flags:
+            flags |= 1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
+        network = builder.create_network(flags)
+        parser = trt.OnnxParser(network, logger)
+        t0 = time.perf_counter()
+        ok = parser.parse_from_file(str(config.onnx))
+        parse_s = time.perf_counter() - t0
+        if not ok:
+            raise self._parse_failure(config, parser, log)
+        if network.num_outputs == 0:
+            # protobuf accepts many byte strings as an empty ModelProto, and TensorRT then "parses" it
+            raise BuildFailed(
+                f"BuildConfig {config.name!r}: {config.onnx} holds no ONNX graph (no outputs after parsing): "
+                "it is not an ONNX model, or an empty one. Check it with onnx.checker.check_model.",
+                config_name=config.name, stage="parse",
+            )
+        check_network_inputs(network, config)
+        builder_config = builder.create_builder_config()
+        profiles, timing_cache = apply_config(trt, f, builder, builder_config, network, config)
+        effective = read_back(trt, f, builder_config, network, profiles, config)
+        t1 = time.perf_counter()
+        serialized = builder.build_serialized_network(network, builder_config)
+        build_s = time.perf_counter() - t1
+        if serialized is None:
+            errors = [e.text for e in log if e.severity in ("ERROR", "INTERNAL_ERROR")]
+            detail = "\n  ".join(errors[-10:]) or "the builder returned no engine and logged no error"
+            raise BuildFailed(
+                f"BuildConfig {config.name!r}: {self.name} {f.version} failed to build {config.onnx}:\n  {detail}",
+                config_name=config.name, stage="build",
+            )
+        if timing_cache is not None and config.timing_cache is not None:
+            _save_atomic(config.timing_cache, bytes(memoryview(builder_config.get_timing_cache().serialize())))
+        return BuildResult(
+            backend=self.name,
+            engine=bytes(memoryview(serialized)),
+            log=tuple(log),
+            config=config.to_json(),
+            effective_config=effective,
+            config_hash=config.hash_with(onnx_sha),
+            onnx_sha256=onnx_sha,
+            durations={"parse": parse_s, "build": build_s},
+            versions=self.versions(),
+            device=self.device(config),
+        )
+
+    def _parse_failure(self, config: BuildConfig, parser: Any, log: list[LogEntry]) -> BuildFailed:
+        lines = []
+        nodes = []
+        for i in range(parser.num_errors):
+            err = parser.get_error(i)
+            node = _call(err, "node_name") or ""
+            op = _call(err, "node_operator") or ""
+            index = _call(err, "node")
+            where = f"node {node!r} ({op})" if node or op else (f"node #{index}" if index not in (None, -1) else "model")
+            nodes.append(node)
+            lines.append(f"{where}: {_call(err, 'desc')} [{_call(err, 'code')}]")
+        detail = "\n  ".join(lines) or "no parser error recorded"
+        return BuildFailed(
+            f"BuildConfig {config.name!r}: {self.name} {self.features.version} could not parse {config.onnx}:\n  {detail}\n"
+            "Check the model with onnx.checker.check_model, or replace the unsupported node.",
+            config_name=config.name, stage="parse", nodes=tuple(n for n in nodes if n),
+        )
+
+    # -- after the build -----------------------------------------------
+    def record(self, result: BuildResult, config: BuildConfig) -> BuildRecord:
+        from pytest_trt.buildlog import parse_entries
+
+        return parse_entries(result.log, onnx=config.onnx)
+
+    def runner(self, result: BuildResult, config: BuildConfig) -> Runner:
+        reason = self.not_runnable_reason()
+        if reason is not None:
+            raise EngineNotRunnable(f"cannot run {self.name} engine {config.name!r} here: {reason}")
+        from pytest_trt.backends.trt_runner import TrtRunner
+
+        return TrtRunner(self.trt, capture_logger(self.trt), result.engine)
+
+    def not_runnable_reason(self) -> str | None:
+        """Why engines of this backend cannot execute on this machine, or None."""
+        reason = gpu_device.no_gpu_reason()
+        if reason is not None:
+            return f"{reason}; {self.name} engines need an NVIDIA GPU to run (build-time assertions still work)"
+        gpu = gpu_device.gpus()[0]
+        if self.features.is_rtx and gpu.sm not in self.features.compute_capabilities:
+            supported = ", ".join(c for c in self.features.compute_capabilities if c.startswith("SM"))
+            return (f"TensorRT-RTX {self.features.version} does not support compute capability "
+                    f"{gpu.compute_capability} ({gpu.name}); it runs on {supported}")
+        for mod in ("cuda", "pycuda"):
+            if importlib.util.find_spec(mod) is not None:
+                return None
+        return "neither cuda-python nor pycuda is installed (pip install 'pytest-trt[gpu]')"
+
+
+def _call(obj: Any, name: str) -> Any:
+    try:
+        value = getattr(obj, name)
+        return value() if callable(value) else value
+    except Exception:
+        return None
+
+
+def _save_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{id(data)}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+

@@ -1,0 +1,94 @@
+"""What a TensorRT-family module can do, probed from its API rather than its version.
+
+TensorRT 8.6, 10.x, 11.x and TensorRT-RTX 1.x share the Python API family but
+not its members: TensorRT-RTX and TensorRT 11 have no FP16/INT8 builder flags
+(strongly typed networks take precision from the ONNX model), TensorRT 10
+deprecated EXPLICIT_BATCH (networks are always explicit-batch), only
+TensorRT-RTX sets compute-capability targets for ahead-of-time builds.
+Probing members (``hasattr(trt.BuilderFlag, "FP16")``) keeps one code path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+
+#: precision -> builder flags it needs, where the API has precision flags at all.
+#: "best" mirrors trtexec --best: every reduced precision the builder may pick.
+PRECISION_FLAGS: dict[str, tuple[str, ...]] = {
+    "fp32": (),
+    "typed": (),
+    "tf32": ("TF32",),
+    "fp16": ("FP16",),
+    "bf16": ("BF16",),
+    "int8": ("INT8",),
+    "fp8": ("FP8",),
+    "best": ("FP16", "BF16", "INT8"),
+}
+
+
+def _members(enum: object) -> tuple[str, ...]:
+    members = getattr(enum, "__members__", None)
+    if isinstance(members, dict):
+        return tuple(members)
+    return tuple(n for n in dir(enum) if n.isupper())
+
+
+@dataclass(frozen=True)
+class Features:
+    module: str
+    version: str
+    builder_flags: tuple[str, ...]
+    memory_pools: tuple[str, ...]
+    network_flags: tuple[str, ...]
+    compute_capabilities: tuple[str, ...]
+    hardware_compatibility_levels: tuple[str, ...]
+    has_optimization_level: bool
+    has_timing_cache: bool
+    has_calibrators: bool
+
+    @property
+    def is_rtx(self) -> bool:
+        return self.module == "tensorrt_rtx"
+
+    @property
+    def backend_name(self) -> str:
+        return "tensorrt-rtx" if self.is_rtx else "tensorrt"
+
+    @property
+    def strongly_typed_only(self) -> bool:
+        """No precision flags: every network is strongly typed (TensorRT-RTX, TensorRT 11)."""
+        return "FP16" not in self.builder_flags
+
+    @property
+    def timing_cache_effective(self) -> bool:
+        # TensorRT-RTX 1.2 turned every timing-cache call into a deprecated no-op.
+        return self.has_timing_cache and not self.is_rtx
+
+    @property
+    def use_explicit_batch(self) -> bool:
+        # Needed before TensorRT 10; deprecated and ignored from 10.0 on.
+        return "EXPLICIT_BATCH" in self.network_flags and int(self.version.split(".")[0]) < 10
+
+    def precision_flags(self, precision: str) -> tuple[str, ...]:
+        """Builder flags for ``precision``, keeping only those this API has (for "best")."""
+        wanted = PRECISION_FLAGS[precision]
+        if precision == "best":
+            return tuple(f for f in wanted if f in self.builder_flags)
+        return wanted
+
+
+def probe(trt: ModuleType) -> Features:
+    config_type = getattr(trt, "IBuilderConfig", object)
+    return Features(
+        module=trt.__name__,
+        version=str(getattr(trt, "__version__", "0")),
+        builder_flags=_members(trt.BuilderFlag),
+        memory_pools=_members(getattr(trt, "MemoryPoolType", object)),
+        network_flags=_members(trt.NetworkDefinitionCreationFlag),
+        compute_capabilities=_members(getattr(trt, "ComputeCapability", object)),
+        hardware_compatibility_levels=_members(getattr(trt, "HardwareCompatibilityLevel", object)),
+        has_optimization_level=hasattr(config_type, "builder_optimization_level"),
+        has_timing_cache=hasattr(config_type, "create_timing_cache"),
+        has_calibrators=hasattr(trt, "IInt8EntropyCalibrator2"),
+    )

@@ -1,0 +1,126 @@
+"""Content-addressed engine cache.
+
+Key = sha256 over the ONNX bytes' hash, the canonical config, backend name and
+versions, device identity and the artifact/record schema versions.  An entry
+is a folder ``<dir>/<key[:2]>/<key>/`` with the artifact files and
+``entry.json`` listing each file's sha256.  Entries are written into a
+temporary folder and renamed into place, so a reader sees a whole entry or
+none; a file lock per key makes concurrent pytest-xdist workers build a key
+once; an entry failing its hash check is moved aside and rebuilt, never used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pytest_trt.buildlog.record import RECORD_SCHEMA
+from pytest_trt.errors import CacheCorrupt
+from pytest_trt.result import ARTIFACT_SCHEMA, BuildResult
+
+ENTRY_FILE = "entry.json"
+CACHE_SCHEMA = 1
+
+
+def cache_key(*, onnx_sha256: str, canonical_config: str, backend: str, versions: dict[str, str], device: dict[str, Any]) -> str:
+    material = {
+        "schema": [CACHE_SCHEMA, ARTIFACT_SCHEMA, RECORD_SCHEMA],
+        "onnx_sha256": onnx_sha256,
+        "config": canonical_config,
+        "backend": backend,
+        "versions": versions,
+        "device": device,
+    }
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+class EngineCache:
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def entry_dir(self, key: str) -> Path:
+        return self.root / key[:2] / key
+
+    @contextmanager
+    def lock(self, key: str, timeout: float = 3600.0) -> Iterator[None]:
+        """Exclusive per-key lock across processes (pytest-xdist workers)."""
+        from filelock import FileLock
+
+        lock_dir = self.root / "locks"
+        lock_dir.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(lock_dir / f"{key}.lock"), timeout=timeout):
+            yield
+
+    def load(self, key: str) -> BuildResult | None:
+        """The cached result for ``key``; None on a miss. Raises CacheCorrupt on a bad entry."""
+        folder = self.entry_dir(key)
+        entry_path = folder / ENTRY_FILE
+        if not folder.exists():
+            return None
+        try:
+            entry = json.loads(entry_path.read_text(encoding="utf-8"))
+            if entry.get("key") != key:
+                raise ValueError("entry.json names another key")
+            for name, digest in entry["files"].items():
+                if _sha256(folder / name) != digest:
+                    raise ValueError(f"{name} does not match its sha256")
+            return BuildResult.read(folder)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise CacheCorrupt(f"engine cache entry {folder} is corrupt ({exc}); it will be rebuilt", path=folder) from None
+
+    def discard(self, key: str) -> Path | None:
+        """Move a (corrupt) entry aside so it is never used again; return where it went."""
+        folder = self.entry_dir(key)
+        if not folder.exists():
+            return None
+        target = self.root / "corrupt" / f"{key}-{int(time.time())}-{uuid.uuid4().hex[:6]}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(folder, target)
+        return target
+
+    def store(self, key: str, result: BuildResult) -> Path:
+        """Write ``result`` under ``key`` atomically; return the entry folder."""
+        final = self.entry_dir(key)
+        tmp = self.root / "tmp" / f"{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+        try:
+            result.write(tmp)
+            files = {p.name: _sha256(p) for p in sorted(tmp.iterdir())}
+            entry = {"key": key, "schema": CACHE_SCHEMA, "created": time.time(), "files": files}
+            (tmp / ENTRY_FILE).write_text(json.dumps(entry, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+            for p in tmp.iterdir():
+                with open(p, "rb") as fh:
+                    os.fsync(fh.fileno())
+            final.parent.mkdir(parents=True, exist_ok=True)
+            if final.exists():
+                self.discard(key)
+            os.replace(tmp, final)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+        return final
+
+    def save_failure(self, name: str, key: str, log_text: str) -> Path:
+        """Keep the log of a failed build (evidence is never lost); return the log path."""
+        folder = self.root / "failed" / f"{name}-{key[:12]}"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "build.log"
+        tmp = folder / f".build.log.{uuid.uuid4().hex[:8]}"
+        tmp.write_text(log_text, encoding="utf-8", newline="\n")
+        os.replace(tmp, path)
+        return path

@@ -1,0 +1,38 @@
+"""Which engines the running test uses, for module-level assertions like ``assert_no_fusion(...)``."""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from typing import TYPE_CHECKING
+
+from pytest_trt.errors import AssertionContextError
+
+if TYPE_CHECKING:
+    from pytest_trt.engine import Engine
+
+_CURRENT: ContextVar[list[Engine] | None] = ContextVar("pytest_trt_current_engines", default=None)
+
+
+def begin_test(engines: list[Engine]) -> object:
+    """Make ``engines`` (a list the fixtures append to) the current test's; returns a reset token."""
+    return _CURRENT.set(engines)
+
+
+def end_test(token: object) -> None:
+    _CURRENT.reset(token)  # type: ignore[arg-type]
+
+
+def current_engine(engine: Engine | None = None) -> Engine:
+    """``engine`` if given, else the one engine the current test uses."""
+    if engine is not None:
+        return engine
+    engines = _CURRENT.get()
+    if not engines:
+        raise AssertionContextError(
+            "no engine in this test: use the trt_engine or trt_build fixture first, or pass engine=..."
+        )
+    unique = list(dict.fromkeys(engines))
+    if len(unique) > 1:
+        labels = ", ".join(e.label for e in unique)
+        raise AssertionContextError(f"this test uses {len(unique)} engines ({labels}): pass engine=... to choose one")
+    return unique[0]

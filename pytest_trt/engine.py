@@ -1,0 +1,120 @@
+"""Engine: a built engine with its config, build evidence, record and runner."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from pytest_trt.backends.base import Backend, Runner
+    from pytest_trt.buildlog.record import BuildRecord
+    from pytest_trt.config import BuildConfig
+    from pytest_trt.result import BuildResult
+
+
+class Engine:
+    """One engine as a test sees it.
+
+    ``result`` holds the engine bytes and the build evidence, ``record`` the
+    structured facts parsed from it (parsed once, on first use), and ``run``
+    executes it where this machine can.
+    """
+
+    def __init__(
+        self,
+        config: BuildConfig,
+        result: BuildResult,
+        backend: Backend,
+        *,
+        artifact_dir: Path | None = None,
+        cached: bool = False,
+        build_seconds: float = 0.0,
+    ) -> None:
+        self.config = config
+        self.result = result
+        self.backend = backend
+        self.artifact_dir = artifact_dir
+        self.cached = cached
+        self.build_seconds = build_seconds
+
+    def __repr__(self) -> str:
+        state = "cached" if self.cached else "built"
+        return f"<Engine {self.label} {self.backend_name} {state}>"
+
+    @property
+    def backend_name(self) -> str:
+        return self.result.backend
+
+    @property
+    def label(self) -> str:
+        return f"{self.config.name} v{self.config.version} [{self.result.config_hash[:12]}]"
+
+    @functools.cached_property
+    def record(self) -> BuildRecord:
+        return self.backend.record(self.result, self.config)
+
+    @functools.cached_property
+    def runner(self) -> Runner:
+        return self.backend.runner(self.result, self.config)
+
+    def run(self, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        """Run the engine on named inputs; batches beyond the profile's max are split.
+
+        Raises :class:`~pytest_trt.errors.InputMismatch` listing what the
+        engine expects for wrong names, ranks, dtypes or shapes, and
+        :class:`~pytest_trt.errors.EngineNotRunnable` where this machine
+        cannot execute the engine.
+        """
+        from pytest_trt.runio import run_checked
+
+        return run_checked(self.runner, self.config, feeds, label=self.label)
+
+    def reference(self) -> Runner:
+        """The same model with every optimization disabled (ONNX Runtime), for differential tests."""
+        from pytest_trt.backends.reference import reference_runner
+
+        return reference_runner(self.config)
+
+    # -- assertions on the build record --------------------------------
+    def assert_fused(self, *nodes: str) -> None:
+        """All ``nodes`` are implemented by one engine layer."""
+        __tracebackhide__ = True
+        from pytest_trt.buildlog import assertions
+
+        assertions.assert_fused(self.record, *nodes, label=self.label)
+
+    def assert_no_fusion(self, *nodes: str) -> None:
+        """No engine layer implements all of ``nodes``."""
+        __tracebackhide__ = True
+        from pytest_trt.buildlog import assertions
+
+        assertions.assert_no_fusion(self.record, *nodes, label=self.label)
+
+    def assert_precision(self, node: str, dtype: str) -> None:
+        """The layer implementing ONNX node ``node`` runs in ``dtype``."""
+        __tracebackhide__ = True
+        from pytest_trt.buildlog import assertions
+
+        assertions.assert_precision(self.record, node, dtype, label=self.label)
+
+    def assert_layer_count(self, *, min: int | None = None, max: int | None = None) -> None:  # noqa: A002
+        __tracebackhide__ = True
+        from pytest_trt.buildlog import assertions
+
+        assertions.assert_layer_count(self.record, min=min, max=max, label=self.label)
+
+    def assert_warning(self, pattern: str) -> None:
+        __tracebackhide__ = True
+        from pytest_trt.buildlog import assertions
+
+        assertions.assert_warning(self.record, pattern, label=self.label)
+
+    def assert_no_warning(self, pattern: str) -> None:
+        __tracebackhide__ = True
+        from pytest_trt.buildlog import assertions
+
+        assertions.assert_no_warning(self.record, pattern, label=self.label)

@@ -1,0 +1,167 @@
+"""pytest hooks of pytest-trt: options, marker, fixtures, report header and summary.
+
+Hooks only construct and delegate; decisions live in importable modules.
+Loading this module imports neither tensorrt, onnxruntime nor h5py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_trt import options as opt
+from pytest_trt.errors import TrtError
+from pytest_trt.keys import ITEM_ENGINES, PROVIDER
+
+if TYPE_CHECKING:
+    from pytest_trt.config import BuildConfig
+    from pytest_trt.engine import Engine
+    from pytest_trt.session import EngineProvider
+
+_HEADER_WHY = pytest.StashKey[str]()
+_WORKER_ROWS = pytest.StashKey[list[dict[str, Any]]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("trt", "TensorRT engine regression testing (pytest-trt)")
+    group.addoption(opt.ENGINE_BUILD, action="store_true", dest="trt_engine_build",
+                    help="build engines that are not in the cache (default: skip tests whose engine is not cached)")
+    group.addoption(opt.BACKEND, dest="trt_backend", default=None, choices=opt.BACKEND_CHOICES,
+                    help="backend that builds engines (default: auto = tensorrt, then tensorrt-rtx, then onnxruntime)")
+    group.addoption(opt.REBUILD, action="store_true", dest="trt_rebuild",
+                    help="ignore engine-cache hits and build again (needs --trt-engine-build)")
+    group.addoption(opt.CACHE_DIR, dest="trt_cache_dir", default=None, metavar="DIR",
+                    help=f"engine cache folder (default: {opt.DEFAULT_CACHE_DIR} under the rootdir)")
+    parser.addini(opt.INI_ENGINE_BUILD, "build missing engines as with --trt-engine-build", type="bool", default=False)
+    parser.addini(opt.INI_BACKEND, "backend: auto, tensorrt, tensorrt-rtx or onnxruntime", default="auto")
+    parser.addini(opt.INI_CACHE_DIR, "engine cache folder, relative to the rootdir", default=opt.DEFAULT_CACHE_DIR)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", opt.MARKER_HELP)
+    from pytest_trt.backends.base import choose_backend
+    from pytest_trt.session import EngineProvider
+
+    options = opt.Options.from_pytest(config)
+    if options.rebuild and not options.engine_build:
+        raise pytest.UsageError(f"{opt.REBUILD} rebuilds engines and so needs {opt.ENGINE_BUILD} too")
+    try:
+        backend, why = choose_backend(options.backend)
+    except TrtError as exc:
+        backend, why = "none", exc.message
+    config.stash[_HEADER_WHY] = why
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    progress: Callable[[str], None] | None = None
+    if reporter is not None and config.getoption("verbose") >= 0:
+        def progress(text: str) -> None:
+            reporter.write_line(f"pytest-trt: {text}")
+    config.stash[PROVIDER] = EngineProvider(
+        backend, why=why, cache_dir=options.cache_dir, build=options.engine_build,
+        rebuild=options.rebuild, build_flag=opt.ENGINE_BUILD, on_progress=progress,
+    )
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    from pytest_trt.report import header_lines
+
+    return header_lines(config.stash[PROVIDER])
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from pytest_trt.config import BuildConfig
+
+    problems = []
+    for item in items:
+        for mark in item.iter_markers(opt.MARKER):
+            if len(mark.args) != 1 or mark.kwargs or not isinstance(mark.args[0], BuildConfig):
+                problems.append(f"{item.nodeid}: @pytest.mark.trt takes exactly one BuildConfig, got "
+                                f"args={mark.args!r} kwargs={mark.kwargs!r}")
+    if problems:
+        raise pytest.UsageError("invalid trt markers:\n  " + "\n  ".join(problems))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    from pytest_trt.current import begin_test, end_test
+
+    token = begin_test(item.stash.setdefault(ITEM_ENGINES, []))
+    try:
+        return (yield)
+    finally:
+        end_test(token)
+
+
+def _provide(request: pytest.FixtureRequest, config: BuildConfig) -> Engine:
+    """Get an engine for a fixture: skip when not built, fail with a plain message on user errors."""
+    from pytest_trt.session import EngineNotBuilt
+
+    provider: EngineProvider = request.config.stash[PROVIDER]
+    if provider.backend_name == "none":
+        pytest.skip(provider.why)
+    try:
+        engine = provider.get(config)
+    except EngineNotBuilt as exc:
+        pytest.skip(exc.message)
+    except TrtError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    used = request.node.stash.setdefault(ITEM_ENGINES, [])
+    if engine not in used:
+        used.append(engine)
+    return engine
+
+
+@pytest.fixture
+def trt_build(request: pytest.FixtureRequest) -> Callable[[BuildConfig], Engine]:
+    """Factory: ``trt_build(config) -> Engine``, cached per key for the session."""
+    from pytest_trt.config import BuildConfig
+
+    def build(config: BuildConfig) -> Engine:
+        if not isinstance(config, BuildConfig):
+            raise TypeError(f"trt_build takes a BuildConfig, got {type(config).__name__}")
+        return _provide(request, config)
+
+    return build
+
+
+@pytest.fixture
+def trt_engine(request: pytest.FixtureRequest) -> Engine:
+    """The engine of the test's ``@pytest.mark.trt(config)`` marker."""
+    mark = request.node.get_closest_marker(opt.MARKER)
+    if mark is None:
+        pytest.fail(f"{request.node.nodeid}: trt_engine needs @pytest.mark.trt(BuildConfig(...)) on the test", pytrace=False)
+    return _provide(request, mark.args[0])
+
+
+@pytest.fixture
+def trt_reference(trt_engine: Engine) -> Any:
+    """The test's model run by ONNX Runtime with every optimization off: the plain ONNX semantics."""
+    try:
+        return trt_engine.reference()
+    except TrtError as exc:
+        pytest.skip(exc.message)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    if hasattr(config, "workeroutput"):  # pytest-xdist worker: send the engine table to the controller
+        from pytest_trt.report import summary_rows
+
+        config.workeroutput["trt_engines"] = summary_rows(config.stash[PROVIDER])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    rows = getattr(node, "workeroutput", {}).get("trt_engines", [])
+    node.config.stash.setdefault(_WORKER_ROWS, []).extend(rows)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    from pytest_trt.report import engine_table, summary_rows
+
+    rows = summary_rows(config.stash[PROVIDER]) + config.stash.get(_WORKER_ROWS, [])
+    if rows:
+        terminalreporter.section("pytest-trt engines")
+        for line in engine_table(rows):
+            terminalreporter.write_line(line)

@@ -1,0 +1,137 @@
+"""What a build produces: :class:`LogEntry` and :class:`BuildResult`, and their artifact folder.
+
+Artifact folder layout (also the engine-cache entry and the core of a bundle)::
+
+    engine.plan    serialized engine (or the optimized ONNX for onnxruntime)
+    build.log      one line per message, ``[SEVERITY] text``, UTF-8, nothing dropped;
+                   a multi-line message continues on unprefixed lines, as trtexec prints it
+    config.json    the pinned config and the effective config read back from the builder
+    build.json     versions, device, durations, hashes, per-message times
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SEVERITIES = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE")
+ARTIFACT_SCHEMA = 1
+ENGINE_FILE = "engine.plan"
+LOG_FILE = "build.log"
+CONFIG_FILE = "config.json"
+BUILD_FILE = "build.json"
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One message from the builder's logger."""
+
+    severity: str  # one of SEVERITIES
+    time: float  # seconds since the build started
+    text: str
+
+    def lines(self) -> list[str]:
+        first, *rest = self.text.split("\n")
+        return [f"[{self.severity}] {first}", *rest]
+
+
+def format_log(entries: Iterable[LogEntry]) -> str:
+    return "".join(line + "\n" for e in entries for line in e.lines())
+
+
+def iter_log_lines(entries: Iterable[LogEntry]) -> Iterator[str]:
+    """The lines of ``build.log`` for ``entries``, without newlines."""
+    for e in entries:
+        yield from e.lines()
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """A finished build: engine bytes plus all the evidence of how it was made."""
+
+    backend: str  # "tensorrt", "tensorrt-rtx" or "onnxruntime"
+    engine: bytes
+    log: tuple[LogEntry, ...]
+    config: dict[str, Any]  # the pinned BuildConfig.to_json()
+    effective_config: dict[str, Any]  # read back from the builder
+    config_hash: str
+    onnx_sha256: str
+    durations: dict[str, float]  # "parse", "build" (seconds)
+    versions: dict[str, str]  # backend, onnx_parser, onnx, python, ...
+    device: dict[str, Any]  # {"kind": "gpu"|"cpu-aot"|"cpu", "name": ..., "compute_capability": ..., "targets": [...]}
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def engine_sha256(self) -> str:
+        return hashlib.sha256(self.engine).hexdigest()
+
+    def log_text(self) -> str:
+        return format_log(self.log)
+
+    def log_lines(self) -> Iterator[str]:
+        return iter_log_lines(self.log)
+
+    def build_json(self) -> dict[str, Any]:
+        return {
+            "schema": ARTIFACT_SCHEMA,
+            "backend": self.backend,
+            "config_hash": self.config_hash,
+            "onnx_sha256": self.onnx_sha256,
+            "engine_sha256": self.engine_sha256,
+            "engine_bytes": len(self.engine),
+            "durations": self.durations,
+            "versions": self.versions,
+            "device": self.device,
+            "extra": self.extra,
+            # per message: severity, seconds since start, number of lines in build.log
+            "log_index": [[e.severity, e.time, e.text.count("\n") + 1] for e in self.log],
+        }
+
+    def write(self, folder: Path) -> None:
+        """Write the artifact folder (the caller makes it atomic: temp folder, then rename)."""
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / ENGINE_FILE).write_bytes(self.engine)
+        (folder / LOG_FILE).write_text(self.log_text(), encoding="utf-8", newline="\n")
+        conf = {"pinned": self.config, "effective": self.effective_config}
+        (folder / CONFIG_FILE).write_text(json.dumps(conf, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        (folder / BUILD_FILE).write_text(json.dumps(self.build_json(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+    @classmethod
+    def read(cls, folder: Path) -> BuildResult:
+        """Load an artifact folder written by :meth:`write` (raises on any missing or bad file)."""
+        build = json.loads((folder / BUILD_FILE).read_text(encoding="utf-8"))
+        conf = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
+        engine = (folder / ENGINE_FILE).read_bytes()
+        if hashlib.sha256(engine).hexdigest() != build["engine_sha256"]:
+            raise ValueError(f"{folder / ENGINE_FILE}: sha256 does not match build.json")
+        lines = (folder / LOG_FILE).read_text(encoding="utf-8").split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        log: list[LogEntry] = []
+        pos = 0
+        for severity, t, count in build["log_index"]:
+            chunk = lines[pos : pos + count]
+            pos += count
+            prefix = f"[{severity}] "
+            if len(chunk) != count or not chunk[0].startswith(prefix):
+                raise ValueError(f"{folder / LOG_FILE}: does not match the log index in build.json")
+            log.append(LogEntry(severity, float(t), "\n".join([chunk[0][len(prefix) :], *chunk[1:]])))
+        if pos != len(lines):
+            raise ValueError(f"{folder / LOG_FILE}: has {len(lines) - pos} lines more than build.json lists")
+        return cls(
+            backend=build["backend"],
+            engine=engine,
+            log=tuple(log),
+            config=conf["pinned"],
+            effective_config=conf["effective"],
+            config_hash=build["config_hash"],
+            onnx_sha256=build["onnx_sha256"],
+            durations=build["durations"],
+            versions=build["versions"],
+            device=build["device"],
+            extra=build.get("extra", {}),
+        )

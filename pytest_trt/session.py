@@ -1,0 +1,135 @@
+"""EngineProvider: the session's engines, from the cache or freshly built.
+
+The pytest layer creates one provider per session (``config.stash[PROVIDER]``)
+and asks it for engines; all decisions (cache hit, build allowed, corrupt
+entry, failure log) live here so they can be used and tested without pytest.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pytest_trt.cache import EngineCache, cache_key
+from pytest_trt.errors import BuildFailed, CacheCorrupt, TrtError
+from pytest_trt.result import format_log
+
+if TYPE_CHECKING:
+    from pytest_trt.backends.base import Backend
+    from pytest_trt.config import BuildConfig
+    from pytest_trt.engine import Engine
+
+
+class EngineNotBuilt(TrtError):
+    """The engine is not cached and building was not requested."""
+
+
+@dataclass
+class EngineEvent:
+    engine: Engine
+    status: str  # "built", "cached", "rebuilt-corrupt"
+    seconds: float
+
+
+class EngineProvider:
+    def __init__(
+        self,
+        backend_name: str,
+        *,
+        why: str = "",
+        cache_dir: Path,
+        build: bool = False,
+        rebuild: bool = False,
+        build_flag: str = "--trt-engine-build",
+        on_progress: Callable[[str], None] | None = None,
+    ) -> None:
+        self.backend_name = backend_name
+        self.why = why
+        self.cache = EngineCache(cache_dir)
+        self.build_enabled = build
+        self.rebuild = rebuild
+        self.build_flag = build_flag
+        self.on_progress = on_progress
+        self._backend: Backend | None = None
+        self._by_key: dict[str, Engine] = {}
+        self.events: list[EngineEvent] = []
+
+    @property
+    def backend(self) -> Backend:
+        if self._backend is None:
+            from pytest_trt.backends.base import create_backend
+
+            self._backend = create_backend(self.backend_name)
+        return self._backend
+
+    @property
+    def engines(self) -> list[Engine]:
+        """Every engine built or loaded in this session, in order."""
+        return [e.engine for e in self.events]
+
+    def key_for(self, config: BuildConfig, onnx_sha256: str | None = None) -> str:
+        backend = self.backend
+        return cache_key(
+            onnx_sha256=onnx_sha256 or config.onnx_sha256,
+            canonical_config=config.canonical_json(),
+            backend=backend.name,
+            versions=backend.versions(),
+            device=backend.device(config),
+        )
+
+    def get(self, config: BuildConfig) -> Engine:
+        """The engine for ``config``: from this session, the cache, or a build."""
+        from pytest_trt.engine import Engine
+
+        backend = self.backend
+        backend.validate(config)
+        key = self.key_for(config)
+        if key in self._by_key:
+            return self._by_key[key]
+        t0 = time.perf_counter()
+        with self.cache.lock(key):
+            status = "built"
+            result = None
+            if not self.rebuild:
+                try:
+                    result = self.cache.load(key)
+                except CacheCorrupt as exc:
+                    moved = self.cache.discard(key)
+                    self._progress(f"{exc.message} (moved to {moved})")
+                    status = "rebuilt-corrupt"
+            if result is not None:
+                engine = Engine(config, result, backend, artifact_dir=self.cache.entry_dir(key), cached=True,
+                                build_seconds=result.durations.get("build", 0.0))
+                self._remember(key, engine, "cached", time.perf_counter() - t0)
+                return engine
+            if not self.build_enabled:
+                raise EngineNotBuilt(
+                    f"engine {config.name!r} ({backend.name}) is not in the cache {self.cache.root}; "
+                    f"run pytest with {self.build_flag} to build it",
+                    config_name=config.name,
+                )
+            self._progress(f"building engine {config.name!r} with {backend.name} {backend.version()} ...")
+            try:
+                result = backend.build(config)
+            except BuildFailed as exc:
+                log = exc.context.get("log")
+                if log:
+                    exc.log_path = self.cache.save_failure(config.name, key, format_log(log))
+                raise
+            folder = self.cache.store(key, result)
+        engine = Engine(config, result, backend, artifact_dir=folder, cached=False,
+                        build_seconds=result.durations.get("build", 0.0))
+        self._remember(key, engine, status, time.perf_counter() - t0)
+        self._progress(f"built engine {config.name!r} in {result.durations.get('build', 0.0):.2f} s")
+        return engine
+
+    def _remember(self, key: str, engine: Engine, status: str, seconds: float) -> None:
+        self._by_key[key] = engine
+        self.events.append(EngineEvent(engine, status, seconds))
+
+    def _progress(self, text: str) -> None:
+        if self.on_progress is not None:
+            self.on_progress(text)
