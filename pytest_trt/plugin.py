@@ -103,9 +103,17 @@ def _provide(request: pytest.FixtureRequest, config: BuildConfig) -> Engine:
     try:
         engine = provider.get(config)
     except EngineNotBuilt as exc:
-        pytest.skip(exc.message)
+        skip: str | None = exc.message
+        failure: str | None = None
     except TrtError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        skip, failure = None, str(exc)
+    else:
+        skip = failure = None
+    # outside the except blocks, so the report shows the message, not a chained traceback
+    if skip is not None:
+        pytest.skip(skip)
+    if failure is not None:
+        pytest.fail(failure, pytrace=False)
     used = request.node.stash.setdefault(ITEM_ENGINES, [])
     if engine not in used:
         used.append(engine)

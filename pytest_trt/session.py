@@ -45,6 +45,7 @@ class EngineProvider:
         rebuild: bool = False,
         build_flag: str = "--trt-engine-build",
         on_progress: Callable[[str], None] | None = None,
+        backend: Backend | None = None,
     ) -> None:
         self.backend_name = backend_name
         self.why = why
@@ -53,7 +54,7 @@ class EngineProvider:
         self.rebuild = rebuild
         self.build_flag = build_flag
         self.on_progress = on_progress
-        self._backend: Backend | None = None
+        self._backend: Backend | None = backend
         self._by_key: dict[str, Engine] = {}
         self.events: list[EngineEvent] = []
 

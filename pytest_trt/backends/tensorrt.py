@@ -7,6 +7,7 @@ product they run.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import importlib.util
@@ -23,7 +24,7 @@ from pytest_trt.backends.trt_features import Features, probe
 from pytest_trt.backends.trt_logger import capture_logger
 from pytest_trt.config import MEMORY_POOLS, BuildConfig
 from pytest_trt.errors import BuildFailed, EngineNotRunnable, UnsupportedOption
-from pytest_trt.result import BuildResult, LogEntry
+from pytest_trt.result import BuildResult
 
 if TYPE_CHECKING:
     from pytest_trt.backends.base import Runner
@@ -138,18 +139,19 @@ class TensorRTBackend:
         logger = capture_logger(trt)
         onnx_sha = config.onnx_sha256
         with _BUILD_LOCK:
-            log = logger.start()
+            logger.start()
             try:
-                return self._build_locked(config, logger, onnx_sha)
+                result = self._build_locked(config, logger, onnx_sha)
             except BuildFailed as exc:
-                exc.context.setdefault("log", tuple(log))
+                exc.context.setdefault("log", tuple(logger.stop()))
                 raise
-            finally:
+            except BaseException:
                 logger.stop()
+                raise
+            return dataclasses.replace(result, log=tuple(logger.stop()))
 
     def _build_locked(self, config: BuildConfig, logger: Any, onnx_sha: str) -> BuildResult:
         trt, f = self.trt, self.features
-        log: list[LogEntry] = logger._sink
         builder = trt.Builder(logger)
         flags = 0
         if f.use_explicit_batch:
@@ -162,7 +164,7 @@ class TensorRTBackend:
         ok = parser.parse_from_file(str(config.onnx))
         parse_s = time.perf_counter() - t0
         if not ok:
-            raise self._parse_failure(config, parser, log)
+            raise self._parse_failure(config, parser)
         if network.num_outputs == 0:
             # protobuf accepts many byte strings as an empty ModelProto, and TensorRT then "parses" it
             raise BuildFailed(
@@ -178,7 +180,7 @@ class TensorRTBackend:
         serialized = builder.build_serialized_network(network, builder_config)
         build_s = time.perf_counter() - t1
         if serialized is None:
-            errors = [e.text for e in log if e.severity in ("ERROR", "INTERNAL_ERROR")]
+            errors = logger.errors_so_far()
             detail = "\n  ".join(errors[-10:]) or "the builder returned no engine and logged no error"
             raise BuildFailed(
                 f"BuildConfig {config.name!r}: {self.name} {f.version} failed to build {config.onnx}:\n  {detail}",
@@ -189,7 +191,7 @@ class TensorRTBackend:
         return BuildResult(
             backend=self.name,
             engine=bytes(memoryview(serialized)),
-            log=tuple(log),
+            log=(),  # filled in by build() once capture stops
             config=config.to_json(),
             effective_config=effective,
             config_hash=config.hash_with(onnx_sha),
@@ -199,7 +201,7 @@ class TensorRTBackend:
             device=self.device(config),
         )
 
-    def _parse_failure(self, config: BuildConfig, parser: Any, log: list[LogEntry]) -> BuildFailed:
+    def _parse_failure(self, config: BuildConfig, parser: Any) -> BuildFailed:
         lines = []
         nodes = []
         for i in range(parser.num_errors):

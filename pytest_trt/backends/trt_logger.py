@@ -1,11 +1,12 @@
 """The one process-wide TensorRT logger, capturing every message at VERBOSE.
 
-TensorRT keeps a single global logger per process: a second ``Builder`` made
-with another logger gets a WARNING ("The logger passed into createInferBuilder
-differs from one already registered ... the current new logger is ignored",
-seen with TensorRT-RTX 1.7) and its messages may go to the first one.  So each
-TensorRT module gets exactly one :class:`CaptureLogger`, and builds point its
-sink at their own list.  ``log()`` never raises: an exception escaping into
+TensorRT registers one logger per process: a second ``Builder`` made with
+another logger logs a WARNING ("The logger passed into createInferBuilder
+differs from one already registered ... the current new logger is ignored").
+Measured with TensorRT-RTX 1.7, the new logger still receives its build's
+messages, but that spurious warning would open every build log after the
+first.  So each TensorRT module gets exactly one :class:`CaptureLogger`, and
+builds point its sink at their own list.  ``log()`` never raises: an exception escaping into
 TensorRT's C++ caller would abort the build or the process.
 """
 
@@ -31,6 +32,13 @@ def severity_name(severity: Any) -> str:
     return text.rsplit(".", 1)[-1] if "." in text else text
 
 
+def _text(msg: Any) -> str:
+    try:
+        return str(msg)
+    except Exception as exc:  # keep the entry: a hole in the log would be worse than a placeholder
+        return f"<message not convertible to text: {type(exc).__name__}>"
+
+
 def capture_logger(trt: ModuleType) -> Any:
     """The single capturing logger for the TensorRT module ``trt``."""
     with _LOCK:
@@ -52,25 +60,36 @@ def _make_logger_class(trt: ModuleType) -> type:
                 self.min_severity = trt.ILogger.Severity.VERBOSE
             except Exception:  # pragma: no cover - older bindings without the attribute
                 pass
-            self._sink: list[LogEntry] | None = None
+            self._sink: list[tuple[Any, float, Any]] | None = None
             self._start = time.perf_counter()
             self.dropped = 0
 
-        def start(self) -> list[LogEntry]:
+        def start(self) -> None:
             self._sink = []
             self._start = time.perf_counter()
-            return self._sink
 
         def stop(self) -> list[LogEntry]:
-            sink, self._sink = self._sink, None
-            return sink or []
+            """End capture; return the messages as LogEntry items (converted here, off the hot path)."""
+            raw, self._sink = self._sink, None
+            names: dict[Any, str] = {}
+            out = []
+            for severity, t, text in raw or ():
+                name = names.get(severity)
+                if name is None:
+                    name = names[severity] = severity_name(severity)
+                out.append(LogEntry(name, t - self._start, text if isinstance(text, str) else _text(text)))
+            return out
+
+        def errors_so_far(self) -> list[str]:
+            """Texts of the ERROR and INTERNAL_ERROR messages captured so far."""
+            return [str(m) for sev, _, m in self._sink or () if severity_name(sev) in ("ERROR", "INTERNAL_ERROR")]
 
         def log(self, severity: Any, msg: Any) -> None:  # noqa: D401 - TensorRT callback
+            # Called for every VERBOSE message (about 1,200 for a small MobileNetV2): keep it minimal.
             try:
                 sink = self._sink
                 if sink is not None:
-                    text = msg if isinstance(msg, str) else str(msg)
-                    sink.append(LogEntry(severity_name(severity), time.perf_counter() - self._start, text))
+                    sink.append((severity, time.perf_counter(), msg))
             except BaseException:  # never let anything escape into TensorRT
                 self.dropped += 1
 
