@@ -45,8 +45,14 @@ class _Graph:
         pad = k // 2
         self.nodes.append(
             helper.make_node(
-                "Conv", [x, w], [out], name=name, kernel_shape=[k, k], strides=[stride, stride],
-                pads=[pad, pad, pad, pad], group=group,
+                "Conv",
+                [x, w],
+                [out],
+                name=name,
+                kernel_shape=[k, k],
+                strides=[stride, stride],
+                pads=[pad, pad, pad, pad],
+                group=group,
             )
         )
         return out
@@ -57,7 +63,9 @@ class _Graph:
         mean = self.const(f"{name}.mean", (0.1 * self.rng.standard_normal(c)).astype(np.float32))
         var = self.const(f"{name}.var", (1.0 + 0.1 * np.abs(self.rng.standard_normal(c))).astype(np.float32))
         out = f"{name}:out"
-        self.nodes.append(helper.make_node("BatchNormalization", [x, scale, bias, mean, var], [out], name=name, epsilon=1e-5))
+        self.nodes.append(
+            helper.make_node("BatchNormalization", [x, scale, bias, mean, var], [out], name=name, epsilon=1e-5)
+        )
         return out
 
     def relu(self, name: str, x: str) -> str:
@@ -89,8 +97,12 @@ def mobilenet_v2(
         hidden = cin * t
         y = x
         if t != 1:
-            y = g.relu6(f"{p}/relu6_expand", g.bn(f"{p}/bn_expand", g.conv(f"{p}/conv_expand", y, cin, hidden, 1), hidden))
-        y = g.relu6(f"{p}/relu6", g.bn(f"{p}/bn_dw", g.conv(f"{p}/conv_dw", y, hidden, hidden, 3, stride, group=hidden), hidden))
+            y = g.relu6(
+                f"{p}/relu6_expand", g.bn(f"{p}/bn_expand", g.conv(f"{p}/conv_expand", y, cin, hidden, 1), hidden)
+            )
+        y = g.relu6(
+            f"{p}/relu6", g.bn(f"{p}/bn_dw", g.conv(f"{p}/conv_dw", y, hidden, hidden, 3, stride, group=hidden), hidden)
+        )
         y = g.bn(f"{p}/bn_project", g.conv(f"{p}/conv_project", y, hidden, cout, 1), cout)
         if stride == 1 and cin == cout:
             out = f"{p}/add:out"
@@ -111,7 +123,9 @@ def mobilenet_v2(
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, num_classes])],
         g.inits,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="pytest-trt-examples")
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="pytest-trt-examples"
+    )
     model.ir_version = 8
     onnx.checker.check_model(model)
     return model
@@ -122,12 +136,15 @@ def conv_bn_relu(*, batch: int | str = "N", channels: int = 8, size: int = 16, s
     g = _Graph(seed)
     y = g.relu("relu1", g.bn("bn1", g.conv("conv1", "input", 3, channels, 3), channels))
     graph = helper.make_graph(
-        g.nodes, "conv_bn_relu",
+        g.nodes,
+        "conv_bn_relu",
         [helper.make_tensor_value_info("input", TensorProto.FLOAT, [batch, 3, size, size])],
         [helper.make_tensor_value_info(y, TensorProto.FLOAT, [batch, channels, size, size])],
         g.inits,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="pytest-trt-examples")
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="pytest-trt-examples"
+    )
     model.ir_version = 8
     onnx.checker.check_model(model)
     return model

@@ -32,7 +32,9 @@ ENTRY_FILE = "entry.json"
 CACHE_SCHEMA = 1
 
 
-def cache_key(*, onnx_sha256: str, canonical_config: str, backend: str, versions: dict[str, str], device: dict[str, Any]) -> str:
+def cache_key(
+    *, onnx_sha256: str, canonical_config: str, backend: str, versions: dict[str, str], device: dict[str, Any]
+) -> str:
     material = {
         "schema": [CACHE_SCHEMA, ARTIFACT_SCHEMA, RECORD_SCHEMA],
         "onnx_sha256": onnx_sha256,
@@ -84,7 +86,9 @@ class EngineCache:
                     raise ValueError(f"{name} does not match its sha256")
             return BuildResult.read(folder)
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise CacheCorrupt(f"engine cache entry {folder} is corrupt ({exc}); it will be rebuilt", path=folder) from None
+            raise CacheCorrupt(
+                f"engine cache entry {folder} is corrupt ({exc}); it will be rebuilt", path=folder
+            ) from None
 
     def discard(self, key: str) -> Path | None:
         """Move a (corrupt) entry aside so it is never used again; return where it went."""

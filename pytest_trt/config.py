@@ -55,9 +55,7 @@ def _shape(value: Any, where: str) -> Shape:
     dims = tuple(value)
     for d in dims:
         if isinstance(d, bool) or not isinstance(d, int) or d < 0:
-            raise ConfigError(
-                f"{where}: every dimension must be a non-negative int, got {value!r}", field="profiles"
-            )
+            raise ConfigError(f"{where}: every dimension must be a non-negative int, got {value!r}", field="profiles")
     return dims
 
 
@@ -101,7 +99,9 @@ class Profile:
             try:
                 triple = (spec["min"], spec["opt"], spec["max"])
             except KeyError as exc:
-                raise ConfigError(f"{where}: missing key {exc.args[0]!r} (need min, opt, max)", field="profiles") from None
+                raise ConfigError(
+                    f"{where}: missing key {exc.args[0]!r} (need min, opt, max)", field="profiles"
+                ) from None
         elif isinstance(spec, Sequence) and spec and all(isinstance(d, int) for d in spec):
             triple = (spec, spec, spec)
         elif isinstance(spec, Sequence) and len(spec) == 3:
@@ -115,7 +115,7 @@ class Profile:
             raise ConfigError(
                 f"{where}: rank mismatch: min has rank {len(lo)}, opt {len(opt)}, max {len(hi)}", field="profiles"
             )
-        for axis, (a, b, c) in enumerate(zip(lo, opt, hi)):
+        for axis, (a, b, c) in enumerate(zip(lo, opt, hi, strict=True)):
             if a > b:
                 raise ConfigError(f"{where}: min > opt at axis {axis} ({a} > {b})", field="profiles")
             if b > c:
@@ -166,11 +166,14 @@ class Calibration:
     def __post_init__(self) -> None:
         if self.algorithm not in CALIBRATION_ALGORITHMS:
             raise ConfigError(
-                f"Calibration.algorithm {self.algorithm!r} is unknown; choose one of {', '.join(CALIBRATION_ALGORITHMS)}",
+                f"Calibration.algorithm {self.algorithm!r} is unknown; "
+                f"choose one of {', '.join(CALIBRATION_ALGORITHMS)}",
                 field="calibration",
             )
         if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise ConfigError(f"Calibration.batch_size must be a positive int, got {self.batch_size!r}", field="calibration")
+            raise ConfigError(
+                f"Calibration.batch_size must be a positive int, got {self.batch_size!r}", field="calibration"
+            )
 
     def to_json(self) -> dict[str, Any]:
         return {"algorithm": self.algorithm, "data": self.data, "cache": self.cache, "batch_size": self.batch_size}
@@ -195,7 +198,8 @@ class OrtOptions:
     def __post_init__(self) -> None:
         if self.graph_optimization_level not in self.LEVELS:
             raise ConfigError(
-                f"ort.graph_optimization_level {self.graph_optimization_level!r} is unknown; choose one of {', '.join(self.LEVELS)}",
+                f"ort.graph_optimization_level {self.graph_optimization_level!r} is unknown; "
+                f"choose one of {', '.join(self.LEVELS)}",
                 field="ort",
             )
         providers = self.execution_providers
@@ -298,7 +302,9 @@ class BuildConfig:
             try:
                 pools[key] = parse_size(raw)
             except ValueError as exc:
-                raise ConfigError(f"BuildConfig.memory_pool_limits[{key!r}]: {exc}", field="memory_pool_limits") from None
+                raise ConfigError(
+                    f"BuildConfig.memory_pool_limits[{key!r}]: {exc}", field="memory_pool_limits"
+                ) from None
         set_(self, "memory_pool_limits", dict(sorted(pools.items())))
         flags = (self.flags,) if isinstance(self.flags, str) else tuple(self.flags)
         for f in flags:
@@ -315,12 +321,17 @@ class BuildConfig:
         set_(self, "flags", tuple(sorted(set(flags))))
         if self.timing_cache is not None:
             set_(self, "timing_cache", Path(self.timing_cache))
-        caps = (self.compute_capabilities,) if isinstance(self.compute_capabilities, str) else tuple(self.compute_capabilities)
+        caps = (
+            (self.compute_capabilities,)
+            if isinstance(self.compute_capabilities, str)
+            else tuple(self.compute_capabilities)
+        )
         caps = tuple(c.upper() for c in caps)
         for c in caps:
             if not _COMPUTE_CAPABILITY.match(c):
                 raise ConfigError(
-                    f"BuildConfig.compute_capabilities: {c!r} is not like 'SM89' or 'SM120'", field="compute_capabilities"
+                    f"BuildConfig.compute_capabilities: {c!r} is not like 'SM89' or 'SM120'",
+                    field="compute_capabilities",
                 )
         set_(self, "compute_capabilities", tuple(sorted(set(caps))))
         if self.calibration is not None and not isinstance(self.calibration, Calibration):

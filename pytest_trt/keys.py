@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_trt.engine import Engine
-    from pytest_trt.session import EngineProvider
+    pass
 
 #: config.stash: the session's engine provider (backend, cache, engines built or loaded)
 PROVIDER = pytest.StashKey["EngineProvider"]()

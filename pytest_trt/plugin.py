@@ -26,14 +26,32 @@ _WORKER_ROWS = pytest.StashKey[list[dict[str, Any]]]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("trt", "TensorRT engine regression testing (pytest-trt)")
-    group.addoption(opt.ENGINE_BUILD, action="store_true", dest="trt_engine_build",
-                    help="build engines that are not in the cache (default: skip tests whose engine is not cached)")
-    group.addoption(opt.BACKEND, dest="trt_backend", default=None, choices=opt.BACKEND_CHOICES,
-                    help="backend that builds engines (default: auto = tensorrt, then tensorrt-rtx, then onnxruntime)")
-    group.addoption(opt.REBUILD, action="store_true", dest="trt_rebuild",
-                    help="ignore engine-cache hits and build again (needs --trt-engine-build)")
-    group.addoption(opt.CACHE_DIR, dest="trt_cache_dir", default=None, metavar="DIR",
-                    help=f"engine cache folder (default: {opt.DEFAULT_CACHE_DIR} under the rootdir)")
+    group.addoption(
+        opt.ENGINE_BUILD,
+        action="store_true",
+        dest="trt_engine_build",
+        help="build engines that are not in the cache (default: skip tests whose engine is not cached)",
+    )
+    group.addoption(
+        opt.BACKEND,
+        dest="trt_backend",
+        default=None,
+        choices=opt.BACKEND_CHOICES,
+        help="backend that builds engines (default: auto = tensorrt, then tensorrt-rtx, then onnxruntime)",
+    )
+    group.addoption(
+        opt.REBUILD,
+        action="store_true",
+        dest="trt_rebuild",
+        help="ignore engine-cache hits and build again (needs --trt-engine-build)",
+    )
+    group.addoption(
+        opt.CACHE_DIR,
+        dest="trt_cache_dir",
+        default=None,
+        metavar="DIR",
+        help=f"engine cache folder (default: {opt.DEFAULT_CACHE_DIR} under the rootdir)",
+    )
     parser.addini(opt.INI_ENGINE_BUILD, "build missing engines as with --trt-engine-build", type="bool", default=False)
     parser.addini(opt.INI_BACKEND, "backend: auto, tensorrt, tensorrt-rtx or onnxruntime", default="auto")
     parser.addini(opt.INI_CACHE_DIR, "engine cache folder, relative to the rootdir", default=opt.DEFAULT_CACHE_DIR)
@@ -55,11 +73,18 @@ def pytest_configure(config: pytest.Config) -> None:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     progress: Callable[[str], None] | None = None
     if reporter is not None and config.getoption("verbose") >= 0:
+
         def progress(text: str) -> None:
             reporter.write_line(f"pytest-trt: {text}")
+
     config.stash[PROVIDER] = EngineProvider(
-        backend, why=why, cache_dir=options.cache_dir, build=options.engine_build,
-        rebuild=options.rebuild, build_flag=opt.ENGINE_BUILD, on_progress=progress,
+        backend,
+        why=why,
+        cache_dir=options.cache_dir,
+        build=options.engine_build,
+        rebuild=options.rebuild,
+        build_flag=opt.ENGINE_BUILD,
+        on_progress=progress,
     )
 
 
@@ -76,8 +101,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         for mark in item.iter_markers(opt.MARKER):
             if len(mark.args) != 1 or mark.kwargs or not isinstance(mark.args[0], BuildConfig):
-                problems.append(f"{item.nodeid}: @pytest.mark.trt takes exactly one BuildConfig, got "
-                                f"args={mark.args!r} kwargs={mark.kwargs!r}")
+                problems.append(
+                    f"{item.nodeid}: @pytest.mark.trt takes exactly one BuildConfig, got "
+                    f"args={mark.args!r} kwargs={mark.kwargs!r}"
+                )
     if problems:
         raise pytest.UsageError("invalid trt markers:\n  " + "\n  ".join(problems))
 
@@ -138,7 +165,9 @@ def trt_engine(request: pytest.FixtureRequest) -> Engine:
     """The engine of the test's ``@pytest.mark.trt(config)`` marker."""
     mark = request.node.get_closest_marker(opt.MARKER)
     if mark is None:
-        pytest.fail(f"{request.node.nodeid}: trt_engine needs @pytest.mark.trt(BuildConfig(...)) on the test", pytrace=False)
+        pytest.fail(
+            f"{request.node.nodeid}: trt_engine needs @pytest.mark.trt(BuildConfig(...)) on the test", pytrace=False
+        )
     return _provide(request, mark.args[0])
 
 

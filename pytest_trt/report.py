@@ -48,15 +48,17 @@ def summary_rows(provider: EngineProvider) -> list[dict[str, Any]]:
             layers: Any = len(e.record.layers)
         except Exception as exc:  # an unparsable record must not hide the table
             layers = f"? ({type(exc).__name__})"
-        rows.append({
-            "name": e.config.name,
-            "version": e.config.version,
-            "config_hash": e.result.config_hash[:12],
-            "status": ev.status,
-            "build_s": round(float(e.result.durations.get("build", 0.0)), 3),
-            "layers": layers,
-            "backend": f"{e.backend_name} {e.backend.version()}",
-        })
+        rows.append(
+            {
+                "name": e.config.name,
+                "version": e.config.version,
+                "config_hash": e.result.config_hash[:12],
+                "status": ev.status,
+                "build_s": round(float(e.result.durations.get("build", 0.0)), 3),
+                "layers": layers,
+                "backend": f"{e.backend_name} {e.backend.version()}",
+            }
+        )
     return rows
 
 
@@ -68,9 +70,16 @@ def engine_table(rows: list[dict[str, Any]]) -> list[str]:
             unique[key] = row
     head = ("engine", "config hash", "status", "build s", "layers", "backend")
     body = [
-        (f"{r['name']} v{r['version']}", r["config_hash"], r["status"], f"{r['build_s']:.2f}", str(r["layers"]), r["backend"])
+        (
+            f"{r['name']} v{r['version']}",
+            r["config_hash"],
+            r["status"],
+            f"{r['build_s']:.2f}",
+            str(r["layers"]),
+            r["backend"],
+        )
         for r in unique.values()
     ]
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *body)]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *body, strict=True)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     return [fmt.format(*head), *(fmt.format(*row) for row in body)]

@@ -99,8 +99,9 @@ class BuildResult:
         conf = {"pinned": self.config, "effective": self.effective_config}
         (folder / CONFIG_FILE).write_text(json.dumps(conf, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         # compact: the per-message log index makes this large, and indented JSON is encoded in pure Python
-        (folder / BUILD_FILE).write_text(json.dumps(self.build_json(), sort_keys=True, separators=(",", ":")) + "\n",
-                                         encoding="utf-8")
+        (folder / BUILD_FILE).write_text(
+            json.dumps(self.build_json(), sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8"
+        )
 
     @classmethod
     def read(cls, folder: Path) -> BuildResult:

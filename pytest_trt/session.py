@@ -102,8 +102,14 @@ class EngineProvider:
                     self._progress(f"{exc.message} (moved to {moved})")
                     status = "rebuilt-corrupt"
             if result is not None:
-                engine = Engine(config, result, backend, artifact_dir=self.cache.entry_dir(key), cached=True,
-                                build_seconds=result.durations.get("build", 0.0))
+                engine = Engine(
+                    config,
+                    result,
+                    backend,
+                    artifact_dir=self.cache.entry_dir(key),
+                    cached=True,
+                    build_seconds=result.durations.get("build", 0.0),
+                )
                 self._remember(key, engine, "cached", time.perf_counter() - t0)
                 return engine
             if not self.build_enabled:
@@ -121,8 +127,9 @@ class EngineProvider:
                     exc.log_path = self.cache.save_failure(config.name, key, format_log(log))
                 raise
             folder = self.cache.store(key, result)
-        engine = Engine(config, result, backend, artifact_dir=folder, cached=False,
-                        build_seconds=result.durations.get("build", 0.0))
+        engine = Engine(
+            config, result, backend, artifact_dir=folder, cached=False, build_seconds=result.durations.get("build", 0.0)
+        )
         self._remember(key, engine, status, time.perf_counter() - t0)
         self._progress(f"built engine {config.name!r} in {result.durations.get('build', 0.0):.2f} s")
         return engine

@@ -36,9 +36,7 @@ def parse_size(value: int | str) -> int:
             return int(number)
         if value.strip().startswith("-"):
             raise ValueError(f"size {value!r} is negative")
-    raise ValueError(
-        f"cannot read size {value!r}: use a byte count or a string like '512MiB', '1GiB', '2GB'"
-    )
+    raise ValueError(f"cannot read size {value!r}: use a byte count or a string like '512MiB', '1GiB', '2GB'")
 
 
 def format_size(n: int) -> str:

@@ -106,7 +106,7 @@ def choose_backend(requested: str) -> tuple[str, str]:
     """Resolve ``--trt-backend``; return (backend name, why it was chosen)."""
     if requested != "auto":
         return requested, "requested with --trt-backend"
-    skipped = []
+    skipped: list[str] = []
     for name in AUTO_ORDER:
         if module_available(name):
             why = "auto: first importable of " + ", ".join(AUTO_ORDER)

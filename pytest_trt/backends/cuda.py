@@ -20,10 +20,10 @@ def cudart() -> ModuleType:
         from cuda.bindings import runtime  # cuda-python >= 12.6
     except ImportError:
         try:
-            from cuda import cudart as runtime  # type: ignore[no-redef]  # older cuda-python
+            from cuda import cudart as runtime  # older cuda-python
         except ImportError as exc:
             raise EngineNotRunnable("cuda-python is not installed: pip install 'pytest-trt[gpu]'") from exc
-    return runtime
+    return runtime  # type: ignore[no-any-return]
 
 
 def check(result: Any) -> Any:

@@ -31,7 +31,10 @@ def gpus() -> tuple[Gpu, ...]:
     try:
         out = subprocess.run(
             [exe, "--query-gpu=index,name,compute_cap,memory.total,driver_version", "--format=csv,noheader,nounits"],
-            capture_output=True, text=True, timeout=30, check=True,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
         ).stdout
     except (OSError, subprocess.SubprocessError):
         return ()
@@ -42,7 +45,9 @@ def gpus() -> tuple[Gpu, ...]:
             continue
         idx, name, cc, mem, driver = parts
         try:
-            found.append(Gpu(int(idx), name, cc, int(float(mem)) if mem.replace(".", "").isdigit() else None, driver or None))
+            found.append(
+                Gpu(int(idx), name, cc, int(float(mem)) if mem.replace(".", "").isdigit() else None, driver or None)
+            )
         except ValueError:
             continue
     return tuple(found)

@@ -89,7 +89,9 @@ class TensorRTBackend:
             return UnsupportedOption(f"BuildConfig {config.name!r}: {option}: {why}", backend=self.name, option=option)
 
         if config.ort is not None:
-            raise refuse("ort", f"ONNX Runtime options do not apply to {product}; drop `ort=` or use --trt-backend onnxruntime")
+            raise refuse(
+                "ort", f"ONNX Runtime options do not apply to {product}; drop `ort=` or use --trt-backend onnxruntime"
+            )
         missing = [flag for flag in f.precision_flags(config.precision) if flag not in f.builder_flags]
         if missing or (config.precision == "best" and f.strongly_typed_only):
             raise refuse(
@@ -102,20 +104,29 @@ class TensorRTBackend:
             raise refuse("precision='typed'", f"{product} has no STRONGLY_TYPED network flag (added in TensorRT 9/10)")
         for flag in config.flags:
             if flag not in f.builder_flags:
-                raise refuse(f"flags[{flag!r}]", f"{product} has no builder flag {flag}; it has: {', '.join(sorted(f.builder_flags))}")
+                raise refuse(
+                    f"flags[{flag!r}]",
+                    f"{product} has no builder flag {flag}; it has: {', '.join(sorted(f.builder_flags))}",
+                )
         for pool in config.memory_pool_limits:
             if MEMORY_POOLS[pool] not in f.memory_pools:
                 raise refuse(f"memory_pool_limits[{pool!r}]", f"{product} has no memory pool {MEMORY_POOLS[pool]}")
         if config.builder_optimization_level is not None and not f.has_optimization_level:
             raise refuse("builder_optimization_level", f"{product} has no builder optimization level (added in 8.6)")
         if config.timing_cache is not None and not f.timing_cache_effective:
-            raise refuse("timing_cache", f"{product} has no working timing cache (TensorRT-RTX made its timing-cache "
-                                         "calls no-ops in 1.2); remove timing_cache from the config")
+            raise refuse(
+                "timing_cache",
+                f"{product} has no working timing cache (TensorRT-RTX made its timing-cache "
+                "calls no-ops in 1.2); remove timing_cache from the config",
+            )
         for cc in config.compute_capabilities:
             if cc not in f.compute_capabilities:
                 known = [c for c in f.compute_capabilities if c.startswith("SM")]
-                why = (f"targets one of {', '.join(known)}" if known
-                       else "builds for the GPU it runs on; compute-capability targets are a TensorRT-RTX feature")
+                why = (
+                    f"targets one of {', '.join(known)}"
+                    if known
+                    else "builds for the GPU it runs on; compute-capability targets are a TensorRT-RTX feature"
+                )
                 raise refuse(f"compute_capabilities[{cc!r}]", f"{product} {why}")
         level = config.hardware_compatibility_level
         if level is not None and level not in f.hardware_compatibility_levels:
@@ -170,7 +181,8 @@ class TensorRTBackend:
             raise BuildFailed(
                 f"BuildConfig {config.name!r}: {config.onnx} holds no ONNX graph (no outputs after parsing): "
                 "it is not an ONNX model, or an empty one. Check it with onnx.checker.check_model.",
-                config_name=config.name, stage="parse",
+                config_name=config.name,
+                stage="parse",
             )
         check_network_inputs(network, config)
         builder_config = builder.create_builder_config()
@@ -184,7 +196,8 @@ class TensorRTBackend:
             detail = "\n  ".join(errors[-10:]) or "the builder returned no engine and logged no error"
             raise BuildFailed(
                 f"BuildConfig {config.name!r}: {self.name} {f.version} failed to build {config.onnx}:\n  {detail}",
-                config_name=config.name, stage="build",
+                config_name=config.name,
+                stage="build",
             )
         if timing_cache is not None and config.timing_cache is not None:
             _save_atomic(config.timing_cache, bytes(memoryview(builder_config.get_timing_cache().serialize())))
@@ -209,14 +222,19 @@ class TensorRTBackend:
             node = _call(err, "node_name") or ""
             op = _call(err, "node_operator") or ""
             index = _call(err, "node")
-            where = f"node {node!r} ({op})" if node or op else (f"node #{index}" if index not in (None, -1) else "model")
+            where = (
+                f"node {node!r} ({op})" if node or op else (f"node #{index}" if index not in (None, -1) else "model")
+            )
             nodes.append(node)
             lines.append(f"{where}: {_call(err, 'desc')} [{_call(err, 'code')}]")
         detail = "\n  ".join(lines) or "no parser error recorded"
         return BuildFailed(
-            f"BuildConfig {config.name!r}: {self.name} {self.features.version} could not parse {config.onnx}:\n  {detail}\n"
+            f"BuildConfig {config.name!r}: {self.name} {self.features.version} could not parse {config.onnx}:\n"
+            f"  {detail}\n"
             "Check the model with onnx.checker.check_model, or replace the unsupported node.",
-            config_name=config.name, stage="parse", nodes=tuple(n for n in nodes if n),
+            config_name=config.name,
+            stage="parse",
+            nodes=tuple(n for n in nodes if n),
         )
 
     # -- after the build -----------------------------------------------
@@ -241,8 +259,10 @@ class TensorRTBackend:
         gpu = gpu_device.gpus()[0]
         if self.features.is_rtx and gpu.sm not in self.features.compute_capabilities:
             supported = ", ".join(c for c in self.features.compute_capabilities if c.startswith("SM"))
-            return (f"TensorRT-RTX {self.features.version} does not support compute capability "
-                    f"{gpu.compute_capability} ({gpu.name}); it runs on {supported}")
+            return (
+                f"TensorRT-RTX {self.features.version} does not support compute capability "
+                f"{gpu.compute_capability} ({gpu.name}); it runs on {supported}"
+            )
         for mod in ("cuda", "pycuda"):
             if importlib.util.find_spec(mod) is not None:
                 return None
@@ -262,5 +282,3 @@ def _save_atomic(path: Path, data: bytes) -> None:
     tmp = path.with_name(f".{path.name}.{id(data)}.tmp")
     tmp.write_bytes(data)
     tmp.replace(path)
-
-

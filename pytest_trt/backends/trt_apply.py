@@ -44,7 +44,9 @@ def check_network_inputs(network: Any, config: BuildConfig) -> None:
             )
         for n in dynamic:
             if n not in names:
-                raise ConfigError(f"{where}: profile {k} gives no shapes for dynamic input {n!r} {list(inputs[n])}", field="profiles")
+                raise ConfigError(
+                    f"{where}: profile {k} gives no shapes for dynamic input {n!r} {list(inputs[n])}", field="profiles"
+                )
         for r in profile.inputs:
             shape = inputs[r.name]
             if len(r.min) != len(shape):
@@ -66,7 +68,9 @@ def expected_flags(f: Features, config: BuildConfig) -> tuple[str, ...]:
     return tuple(sorted(set(f.precision_flags(config.precision)) | set(config.flags)))
 
 
-def apply_config(trt: Any, f: Features, builder: Any, bc: Any, network: Any, config: BuildConfig) -> tuple[list[Any], Any]:
+def apply_config(
+    trt: Any, f: Features, builder: Any, bc: Any, network: Any, config: BuildConfig
+) -> tuple[list[Any], Any]:
     """Configure ``bc`` exactly as pinned; return (optimization profiles, timing cache or None)."""
     bc.profiling_verbosity = trt.ProfilingVerbosity.DETAILED
     # Pin the flag set exactly: TensorRT turns TF32 on by default, which a pin must state.
@@ -110,7 +114,10 @@ def apply_config(trt: Any, f: Features, builder: Any, bc: Any, network: Any, con
 def read_back(trt: Any, f: Features, bc: Any, network: Any, profiles: list[Any], config: BuildConfig) -> dict[str, Any]:
     """Read the builder config back; raise BuildFailed when it differs from the pin."""
     flags = sorted(n for n in f.builder_flags if bc.get_flag(getattr(trt.BuilderFlag, n)))
-    pools = {p: int(bc.get_memory_pool_limit(getattr(trt.MemoryPoolType, MEMORY_POOLS[p]))) for p in config.memory_pool_limits}
+    pools = {
+        p: int(bc.get_memory_pool_limit(getattr(trt.MemoryPoolType, MEMORY_POOLS[p])))
+        for p in config.memory_pool_limits
+    }
     effective: dict[str, Any] = {
         "backend": f.backend_name,
         "backend_version": f.version,
@@ -119,7 +126,8 @@ def read_back(trt: Any, f: Features, bc: Any, network: Any, profiles: list[Any],
         "memory_pool_limits": pools,
         "profiling_verbosity": _name(bc.profiling_verbosity),
         "profiles": [
-            {n: [list(s) for s in prof.get_shape(n)] for n in p.names()} for prof, p in zip(profiles, config.profiles)
+            {n: [list(s) for s in prof.get_shape(n)] for n in p.names()}
+            for prof, p in zip(profiles, config.profiles, strict=True)
         ],
         "num_optimization_profiles": int(bc.num_optimization_profiles),
         "strongly_typed": f.strongly_typed_only or _network_flag(trt, network, "STRONGLY_TYPED"),
@@ -137,7 +145,8 @@ def read_back(trt: Any, f: Features, bc: Any, network: Any, profiles: list[Any],
     if diffs:
         raise BuildFailed(
             f"BuildConfig {config.name!r}: the builder did not take the pinned settings:\n  " + "\n  ".join(diffs),
-            config_name=config.name, stage="config",
+            config_name=config.name,
+            stage="config",
         )
     return effective
 
@@ -148,14 +157,19 @@ def _differences(f: Features, config: BuildConfig, eff: dict[str, Any]) -> list[
     if eff["flags"] != want_flags:
         diffs.append(f"flags: asked {want_flags}, builder has {eff['flags']}")
     if eff["memory_pool_limits"] != dict(config.memory_pool_limits):
-        diffs.append(f"memory_pool_limits: asked {dict(config.memory_pool_limits)}, builder has {eff['memory_pool_limits']}")
+        diffs.append(
+            f"memory_pool_limits: asked {dict(config.memory_pool_limits)}, builder has {eff['memory_pool_limits']}"
+        )
     if eff["profiling_verbosity"] != "DETAILED":
         diffs.append(f"profiling_verbosity: asked DETAILED, builder has {eff['profiling_verbosity']}")
     level = config.builder_optimization_level
     if level is not None and eff.get("builder_optimization_level") != level:
         diffs.append(f"builder_optimization_level: asked {level}, builder has {eff.get('builder_optimization_level')}")
     if config.compute_capabilities and eff.get("compute_capabilities") != sorted(config.compute_capabilities):
-        diffs.append(f"compute_capabilities: asked {list(config.compute_capabilities)}, builder has {eff.get('compute_capabilities')}")
+        diffs.append(
+            f"compute_capabilities: asked {list(config.compute_capabilities)}, "
+            f"builder has {eff.get('compute_capabilities')}"
+        )
     hw = config.hardware_compatibility_level
     if hw is not None and eff.get("hardware_compatibility_level") != hw:
         diffs.append(f"hardware_compatibility_level: asked {hw}, builder has {eff.get('hardware_compatibility_level')}")

@@ -28,7 +28,8 @@ class TrtRunner:
             raise EngineNotRunnable("TensorRT could not deserialize the engine on this GPU (see the TensorRT log)")
         self.context = self.engine.create_execution_context()
         self.stream = Stream()
-        specs_in, specs_out = [], []
+        specs_in: list[TensorSpec] = []
+        specs_out: list[TensorSpec] = []
         for i in range(self.engine.num_io_tensors):
             name = self.engine.get_tensor_name(i)
             spec = TensorSpec(

@@ -143,8 +143,13 @@ def test_two_processes_racing_on_one_key_build_once(tmp_path, config):
     start = str(time.time() + 4.0)
     root = Path(__file__).resolve().parents[2]
     procs = [
-        subprocess.Popen([sys.executable, str(script), str(config.onnx), str(tmp_path / "cache"), start],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=root)
+        subprocess.Popen(
+            [sys.executable, str(script), str(config.onnx), str(tmp_path / "cache"), start],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=root,
+        )
         for _ in range(2)
     ]
     outs = []

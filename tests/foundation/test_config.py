@@ -77,8 +77,13 @@ def test_calibration_and_ort_validate_their_fields():
 
 
 def test_sizes_and_flags_are_normalised(models):
-    cfg = BuildConfig(name="m", onnx=models["conv_bn_relu"], memory_pool_limits={"workspace": "1GiB"},
-                      flags=["STRICT_NANS", "REFIT", "STRICT_NANS"], compute_capabilities=["sm89", "SM120"])
+    cfg = BuildConfig(
+        name="m",
+        onnx=models["conv_bn_relu"],
+        memory_pool_limits={"workspace": "1GiB"},
+        flags=["STRICT_NANS", "REFIT", "STRICT_NANS"],
+        compute_capabilities=["sm89", "SM120"],
+    )
     assert cfg.memory_pool_limits == {"workspace": 1 << 30}
     assert cfg.flags == ("REFIT", "STRICT_NANS")
     assert cfg.compute_capabilities == ("SM120", "SM89")
@@ -98,8 +103,13 @@ def _hash_in_subprocess(onnx: Path) -> str:
 
 def test_hash_is_stable_across_processes(models):
     onnx = models["conv_bn_relu"]
-    local = BuildConfig(name="m", version="2", onnx=onnx, profiles=[Profile(input=((1, 3, 16, 16), (2, 3, 16, 16), (4, 3, 16, 16)))],
-                        memory_pool_limits={"workspace": 1 << 30}).config_hash
+    local = BuildConfig(
+        name="m",
+        version="2",
+        onnx=onnx,
+        profiles=[Profile(input=((1, 3, 16, 16), (2, 3, 16, 16), (4, 3, 16, 16)))],
+        memory_pool_limits={"workspace": 1 << 30},
+    ).config_hash
     assert _hash_in_subprocess(onnx) == _hash_in_subprocess(onnx) == local
 
 
@@ -120,8 +130,12 @@ CHANGES = {
 
 @pytest.mark.parametrize("field", sorted(CHANGES))
 def test_changing_any_field_changes_the_hash(models, field):
-    base = BuildConfig(name="m", version="2", onnx=models["conv_bn_relu"],
-                       profiles=[Profile(input=((1, 3, 16, 16), (2, 3, 16, 16), (4, 3, 16, 16)))])
+    base = BuildConfig(
+        name="m",
+        version="2",
+        onnx=models["conv_bn_relu"],
+        profiles=[Profile(input=((1, 3, 16, 16), (2, 3, 16, 16), (4, 3, 16, 16)))],
+    )
     assert base.replace(**{field: CHANGES[field]}).config_hash != base.config_hash
 
 
@@ -144,7 +158,7 @@ def test_from_toml_resolves_paths_against_the_file(models, tmp_path):
     pins.write_text(
         '[configs.prod]\nversion = "1.2.3"\nonnx = "models/m.onnx"\nprecision = "tf32"\n'
         'memory_pool_limits = { workspace = "512MiB" }\nflags = ["STRICT_NANS"]\n'
-        '[[configs.prod.profiles]]\ninput = { min = [1,3,16,16], opt = [2,3,16,16], max = [4,3,16,16] }\n',
+        "[[configs.prod.profiles]]\ninput = { min = [1,3,16,16], opt = [2,3,16,16], max = [4,3,16,16] }\n",
         encoding="utf-8",
     )
     cfg = BuildConfig.from_toml(pins, "prod")

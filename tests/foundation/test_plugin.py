@@ -34,13 +34,15 @@ def suite(pytester, models):
 def test_engine_build_builds_and_summary_lists_the_engine(suite):
     result = suite.runpytest_subprocess("--trt-engine-build", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([
-        "pytest-trt: backend tensorrt-rtx * (auto: first importable of tensorrt, tensorrt-rtx, onnxruntime (tensorrt not installed))",
-        "pytest-trt: device *; cache *.trt_cache; build missing engines",
-        "*pytest-trt engines*",
-        "engine*config hash*status*build s*layers*backend*",
-        "cbr v1.0 *built *tensorrt-rtx 1.7*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "pytest-trt: backend tensorrt-rtx * (auto: first importable of tensorrt, tensorrt-rtx, onnxruntime (tensorrt not installed))",
+            "pytest-trt: device *; cache *.trt_cache; build missing engines",
+            "*pytest-trt engines*",
+            "engine*config hash*status*build s*layers*backend*",
+            "cbr v1.0 *built *tensorrt-rtx 1.7*",
+        ]
+    )
     # the next session takes the engine from the cache
     again = suite.runpytest_subprocess("-p", "no:cacheprovider")
     again.assert_outcomes(passed=1)
@@ -50,7 +52,9 @@ def test_engine_build_builds_and_summary_lists_the_engine(suite):
 def test_without_engine_build_the_test_skips_naming_the_flag(suite):
     result = suite.runpytest_subprocess("-rs", "-p", "no:cacheprovider")
     result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*engine 'cbr' (tensorrt-rtx) is not in the cache *; run pytest with --trt-engine-build to build it*"])
+    result.stdout.fnmatch_lines(
+        ["*engine 'cbr' (tensorrt-rtx) is not in the cache *; run pytest with --trt-engine-build to build it*"]
+    )
 
 
 def test_cache_dir_option_and_ini(suite, tmp_path):
@@ -58,7 +62,9 @@ def test_cache_dir_option_and_ini(suite, tmp_path):
     suite.runpytest_subprocess("--trt-engine-build", "-p", "no:cacheprovider").assert_outcomes(passed=1)
     assert (suite.path / "engines").is_dir()
     other = tmp_path / "elsewhere"
-    suite.runpytest_subprocess("--trt-engine-build", f"--trt-cache-dir={other}", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    suite.runpytest_subprocess(
+        "--trt-engine-build", f"--trt-cache-dir={other}", "-p", "no:cacheprovider"
+    ).assert_outcomes(passed=1)
     assert other.is_dir()
 
 
@@ -77,7 +83,9 @@ def test_bad_marker_arguments_are_a_usage_error(pytester):
     """)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*test_bad_marker_arguments_are_a_usage_error.py::test_x: @pytest.mark.trt takes exactly one BuildConfig*"])
+    result.stderr.fnmatch_lines(
+        ["*test_bad_marker_arguments_are_a_usage_error.py::test_x: @pytest.mark.trt takes exactly one BuildConfig*"]
+    )
 
 
 def test_trt_engine_without_marker_fails_clearly(pytester):
@@ -101,17 +109,20 @@ def test_user_errors_fail_without_an_internal_traceback(pytester, tmp_path):
     """)
     result = pytester.runpytest_subprocess("--trt-engine-build", "-p", "no:cacheprovider")
     result.assert_outcomes(failed=1, errors=1)  # a fixture failing is a setup error
-    result.stdout.fnmatch_lines([
-        "*BuildConfig 'bad': tensorrt-rtx 1.7* could not parse *bad.onnx*",
-        "*Full build log: *failed/bad-*/build.log*",
-        "*BuildConfig 'half': precision='fp16': TensorRT-RTX * has no FP16 builder flag*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*BuildConfig 'bad': tensorrt-rtx 1.7* could not parse *bad.onnx*",
+            "*Full build log: *failed/bad-*/build.log*",
+            "*BuildConfig 'half': precision='fp16': TensorRT-RTX * has no FP16 builder flag*",
+        ]
+    )
     out = result.stdout.str()
     assert "pytest_trt/backends" not in out and "During handling" not in out
 
 
 def test_module_assertion_with_two_engines_needs_engine_keyword(suite, models):
-    suite.makepyfile(test_two=f"""
+    suite.makepyfile(
+        test_two=f"""
         import pytest
         from pytest_trt import BuildConfig, Profile, assert_no_fusion
         from pytest_trt.errors import AssertionContextError
@@ -121,20 +132,23 @@ def test_module_assertion_with_two_engines_needs_engine_keyword(suite, models):
             b = trt_build(BuildConfig(name="b", onnx={str(models["conv_bn_relu"])!r}, profiles=P, builder_optimization_level=1))
             with pytest.raises(AssertionContextError, match="this test uses 2 engines .*pass engine="):
                 assert_no_fusion("conv1", "relu1")
-    """)
+    """
+    )
     suite.runpytest_subprocess("--trt-engine-build", "-p", "no:cacheprovider", "test_two.py").assert_outcomes(passed=1)
 
 
 def test_xdist_workers_share_the_cache_and_report_engines(suite):
     pytest.importorskip("xdist")
-    suite.makepyfile(test_more="""
+    suite.makepyfile(
+        test_more="""
         from test_model import CFG
         import pytest
         @pytest.mark.parametrize("i", range(4))
         @pytest.mark.trt(CFG)
         def test_same_engine(trt_engine, i):
             assert trt_engine.result.engine
-    """)
+    """
+    )
     result = suite.runpytest_subprocess("--trt-engine-build", "-n", "2", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=5)
     result.stdout.fnmatch_lines(["*pytest-trt engines*", "cbr v1.0 *built*"])
@@ -142,7 +156,9 @@ def test_xdist_workers_share_the_cache_and_report_engines(suite):
 
 
 def test_loading_the_plugin_imports_no_heavy_library():
-    code = ("import sys, pytest_trt.plugin, pytest_trt; "
-            "print(sorted(m for m in ('tensorrt', 'tensorrt_rtx', 'onnxruntime', 'h5py') if m in sys.modules))")
+    code = (
+        "import sys, pytest_trt.plugin, pytest_trt; "
+        "print(sorted(m for m in ('tensorrt', 'tensorrt_rtx', 'onnxruntime', 'h5py') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

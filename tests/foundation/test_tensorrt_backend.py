@@ -26,8 +26,14 @@ def rtx():
 
 
 def test_build_captures_every_message_and_effective_config(rtx, models, tmp_path):
-    cfg = BuildConfig(name="cbr", onnx=models["conv_bn_relu"], profiles=[DYN], builder_optimization_level=2,
-                      memory_pool_limits={"workspace": "256MiB"}, flags=["STRICT_NANS"])
+    cfg = BuildConfig(
+        name="cbr",
+        onnx=models["conv_bn_relu"],
+        profiles=[DYN],
+        builder_optimization_level=2,
+        memory_pool_limits={"workspace": "256MiB"},
+        flags=["STRICT_NANS"],
+    )
     result = rtx.build(cfg)
     assert result.engine[:4] == b"vtrt" or len(result.engine) > 1000
     severities = {e.severity for e in result.log}
@@ -61,8 +67,14 @@ def test_builds_are_byte_identical(rtx, models):
 
 
 def test_tf32_precision_and_compute_capability_targets(rtx, models):
-    cfg = BuildConfig(name="cbr", onnx=models["conv_bn_relu"], profiles=[DYN], precision="tf32",
-                      compute_capabilities=["SM89", "SM120"], hardware_compatibility_level="NONE")
+    cfg = BuildConfig(
+        name="cbr",
+        onnx=models["conv_bn_relu"],
+        profiles=[DYN],
+        precision="tf32",
+        compute_capabilities=["SM89", "SM120"],
+        hardware_compatibility_level="NONE",
+    )
     result = rtx.build(cfg)
     assert result.effective_config["flags"] == ["TF32"]
     assert result.effective_config["compute_capabilities"] == ["SM120", "SM89"]
@@ -79,8 +91,12 @@ def test_precision_flags_are_refused_on_strongly_typed_rtx(rtx, models, precisio
 
 
 def test_flag_the_backend_lacks_is_refused(rtx, models):
-    cfg = BuildConfig(name="cbr", onnx=models["conv_bn_relu"], profiles=[DYN], flags=["SPARSE_WEIGHTS", "OBEY_PRECISION_CONSTRAINTS"])
-    with pytest.raises(UnsupportedOption, match="has no builder flag OBEY_PRECISION_CONSTRAINTS; it has: .*STRICT_NANS"):
+    cfg = BuildConfig(
+        name="cbr", onnx=models["conv_bn_relu"], profiles=[DYN], flags=["SPARSE_WEIGHTS", "OBEY_PRECISION_CONSTRAINTS"]
+    )
+    with pytest.raises(
+        UnsupportedOption, match="has no builder flag OBEY_PRECISION_CONSTRAINTS; it has: .*STRICT_NANS"
+    ):
         rtx.build(cfg)
 
 
@@ -115,10 +131,14 @@ def test_truncated_protobuf_fails_in_the_parser(rtx, models, tmp_path):
 def _model_with_custom_op(path):
     x = helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
-    nodes = [helper.make_node("Relu", ["input"], ["r"], name="relu_ok"),
-             helper.make_node("FancyNorm", ["r"], ["y"], name="my_fancy_norm", domain="com.example")]
-    model = helper.make_model(helper.make_graph(nodes, "g", [x], [y]),
-                              opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)])
+    nodes = [
+        helper.make_node("Relu", ["input"], ["r"], name="relu_ok"),
+        helper.make_node("FancyNorm", ["r"], ["y"], name="my_fancy_norm", domain="com.example"),
+    ]
+    model = helper.make_model(
+        helper.make_graph(nodes, "g", [x], [y]),
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)],
+    )
     onnx.save(model, path)
     return path
 
@@ -137,7 +157,10 @@ def test_unparsable_op_names_the_node_and_keeps_the_log(rtx, tmp_path):
 @pytest.mark.parametrize(
     ("profile", "text"),
     [
-        (Profile(image=((1, 3, 16, 16), (1, 3, 16, 16), (1, 3, 16, 16))), "names input 'image', which the network does not have; its inputs are: input [-1, 3, 16, 16]"),
+        (
+            Profile(image=((1, 3, 16, 16), (1, 3, 16, 16), (1, 3, 16, 16))),
+            "names input 'image', which the network does not have; its inputs are: input [-1, 3, 16, 16]",
+        ),
         (Profile(input=((1, 3, 16), (1, 3, 16), (1, 3, 16))), "has rank 3, the network's has rank 4"),
         (Profile(input=((1, 4, 16, 16), (1, 4, 16, 16), (1, 4, 16, 16))), "axis 1 is fixed at 3"),
     ],
@@ -174,7 +197,9 @@ def test_logger_never_raises(rtx):
     logger.log(rtx.trt.ILogger.Severity.WARNING, "kept")
     entries = logger.stop()
     assert [(e.severity, e.text) for e in entries] == [
-        ("INFO", "<message not convertible to text: RuntimeError>"), ("WARNING", "kept")]
+        ("INFO", "<message not convertible to text: RuntimeError>"),
+        ("WARNING", "kept"),
+    ]
     logger.log(rtx.trt.ILogger.Severity.INFO, "after stop: no sink, ignored")
     assert capture_logger(rtx.trt) is logger  # one logger per process: TensorRT keeps a global one
 
