@@ -1,0 +1,32 @@
+"""Build records: structured facts of a TensorRT build, read from logs and layer JSON.
+
+``parse_lines`` / ``parse_entries`` / ``read_log`` read logs of TensorRT 7 to 10 and
+TensorRT-RTX (dialects in :mod:`.dialects`), ``read_layer_json`` reads
+``--exportLayerInfo`` / IEngineInspector JSON; all produce a :class:`BuildRecord`.
+:mod:`.assertions` checks fusions, precisions and warnings on a record and
+:func:`diff_records` says what changed between two.
+"""
+
+from __future__ import annotations
+
+from .assertions import (
+    UnknownNodeError,
+    assert_fused,
+    assert_layer_count,
+    assert_no_fusion,
+    assert_no_warning,
+    assert_precision,
+    assert_warning,
+)
+from .diff import RecordDiff, diff_records
+from .layerjson import read_layer_json
+from .parser import parse_entries, parse_lines, parse_result, read_log
+from .record import BuildRecord, FusionEvent, Layer, Memory, Message, Subgraph, TensorInfo
+
+__all__ = [
+    "BuildRecord", "FusionEvent", "Layer", "Memory", "Message", "RecordDiff", "Subgraph", "TensorInfo",
+    "UnknownNodeError", "assert_fused", "assert_layer_count", "assert_no_fusion", "assert_no_warning",
+    "assert_precision", "assert_warning", "diff_records", "parse_entries", "parse_lines", "parse_result",
+    "read_layer_json",
+    "read_log",
+]

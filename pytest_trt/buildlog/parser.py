@@ -1,0 +1,393 @@
+"""Streaming reader of TensorRT build logs into a :class:`BuildRecord`.
+
+One pass, one line at a time, nothing kept per line: memory stays bounded by the
+facts (the last layer listing, fusion events, warnings), not by the log size.
+
+Two loops share one per-line reader: :meth:`LogParser.feed_all` takes any iterable of
+lines; :meth:`LogParser.feed_file` (used by :func:`read_log`) reads 1 MiB chunks and lets
+``dialects.SCAN_RE`` skip, inside the regex engine, the VERBOSE/INFO lines whose message
+cannot matter (tactic timings are >90% of a VERBOSE log) - several times faster, same record.
+
+A line is *understood* when it carries a known prefix (``dialects.DIALECTS``;
+its message is evidence even when no fact is taken from it, e.g. tactic
+timings) or continues a block we read (``Layers:``, ``Engine Layer
+Information:``, a warning's further lines).  Everything else is counted in
+``unparsed_lines``; content never raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..errors import LogParseError
+from ..result import BuildResult, LogEntry, iter_log_lines
+from . import dialects as d
+from .listings import assign_subgraphs, make_layer, metadata_origins, parse_detailed_line, parse_eli_line
+from .names import OnnxIndex, origins_from_name
+from .record import BuildRecord, FusionEvent, Layer, Memory, Message, Subgraph
+
+_INTEREST = d.INTEREST_RE
+_PREFIX = d.PREFIX_RE.match
+_SCAN = d.SCAN_RE
+_SEV = d.SEVERITY_NAMES
+#: severity codes of every dialect that make a line a warning or an error
+_PROBLEM_CODES = frozenset(("W", "E", "F", "WARNING", "ERROR", "INTERNAL_ERROR"))
+
+
+class LogParser:
+    """Feed lines with :meth:`feed_all`, then take the record with :meth:`finish`."""
+
+    def __init__(self, *, onnx: Any = None, source: str = "tensorrt-log") -> None:
+        self.onnx = OnnxIndex.load(onnx) if onnx is not None else None
+        self.source = source
+        self.total = 0
+        self.unparsed = 0
+        self.block: str | None = None
+        self.eli: list[tuple[Any, ...]] = []
+        self.detailed: list[dict[str, Any]] = []
+        self.bindings: list[str] = []
+        self.subgraphs: dict[str, tuple[str, ...]] = {}
+        self.fusions: list[FusionEvent] = []
+        self.removed: list[str] = []
+        self.counts: list[tuple[str, int]] = []
+        self.memory: dict[str, int] = {}
+        self.timings: dict[str, float] = {}
+        self.messages: list[Message] = []
+        self.calibration: list[str] = []
+        self.version: tuple[int, str] | None = None
+        self.facts: dict[str, Any] = {}
+        self._handlers: dict[str, Callable[[str], bool]] = {
+            "fusion": self._fusion, "merge": self._merge, "running": _ignore, "removing": self._removing,
+            "count": self._count, "foreign": self._foreign, "memory": self._memory, "peak": self._peak,
+            "calib": self._calib, "timing": self._timing, "version": self._version, "header": self._header,
+            "eli": self._eli_line, "detailed": self._detailed_line, "result": self._result,
+        }
+
+    # -- the loops -------------------------------------------------------------------------------
+    def feed_all(self, lines: Iterable[str]) -> None:
+        """Read lines one by one (any iterable; each item is one line, its newline optional)."""
+        one = self._line
+        total = 0
+        for total, raw in enumerate(lines, 1):  # noqa: B007 - total is read after the loop
+            one(raw.rstrip("\r\n"))
+        self.total += total
+
+    def feed_file(self, f: TextIO, chunk_chars: int = 1 << 20) -> None:
+        """Read an open text file in chunks; lines that cannot matter are skipped inside the regex engine.
+
+        Equivalent to :meth:`feed_all` over the file's lines, several times faster on VERBOSE logs,
+        where >90% of the lines are tactic timings.
+        """
+        scan = _SCAN.finditer
+        carry = ""
+        while True:
+            chunk = f.read(chunk_chars)
+            text = carry + chunk
+            if not chunk:
+                if text:
+                    self._scan(scan, text)
+                return
+            cut = text.rfind("\n")
+            if cut < 0:  # one line longer than a chunk: keep reading
+                carry = text
+                continue
+            carry = text[cut + 1 :]
+            self._scan(scan, text[:cut])
+
+    def _scan(self, scan: Any, block: str) -> None:
+        # ``block`` is whole lines without the last newline; "\n" in front gives every line a literal
+        # start, which the regex engine searches for at C speed.
+        text = "\n" + block
+        self.total += block.count("\n") + 1
+        expected = 0
+        one = self._line
+        for m in scan(text):
+            if m.start() != expected and self.block is not None:
+                self.block = None  # skipped lines were prefixed messages: any block ended there
+            one(m.group(1).rstrip("\r"))
+            expected = m.end()
+        if expected != len(text):
+            self.block = None
+
+    def _line(self, line: str) -> None:
+        m = _PREFIX(line)
+        if m is None and line.endswith("]"):
+            m = _PREFIX(line + " ")  # an empty message loses its trailing space: "[04/25/2026-00:54:25] [I]"
+        if m is None:
+            if not self._continuation(line):
+                self.unparsed += 1
+            return
+        start = m.end()
+        code = m.group(m.lastindex or 0)
+        if code in _PROBLEM_CODES:
+            self.messages.append(Message(_SEV[code], line[start:]))
+            self.block = "message"
+        elif self.block is not None:
+            self.block = None
+        h = _INTEREST.match(line, start)
+        if h is not None and h.lastgroup is not None:
+            self._handlers[h.lastgroup](line[start:])
+
+    def _continuation(self, line: str) -> bool:
+        block = self.block
+        if block == "eli" and line.startswith("Layer("):
+            return self._eli_line(line)
+        if block == "detailed":
+            if line.startswith("Name: "):
+                return self._detailed_line(line)
+            if line in ("I/O Tensors:", "Engine Metadata:", "Bindings:"):
+                return self._header(line)
+        if block == "bindings" and line.strip():
+            self.bindings.append(line.strip())
+            return True
+        if block == "io":
+            if line.startswith(" Name: "):
+                self.bindings.append(line[7:].split(",", 1)[0])
+                return True
+            if line == "Engine Metadata:":
+                return self._header(line)
+        if block in ("meta", "config") and line.startswith(" "):
+            return True
+        if block == "message" and line.strip():
+            last = self.messages[-1]
+            self.messages[-1] = Message(last.severity, f"{last.text}\n{line}")
+            return True
+        if not line.strip():
+            return True
+        if line.startswith("&&&&"):
+            return self._banner(line)
+        if line.startswith("Layer(") and parse_eli_line(line) is not None:  # a block whose header was cut off
+            self.block = "eli"
+            return self._eli_line(line)
+        return False
+
+    # -- handlers: each takes the message text and says whether it understood it -------------------
+    def _fusion(self, msg: str) -> bool:
+        m = d.FUSION_RE.match(msg)
+        if m is None:
+            return False
+        if m["cw"] is not None:  # 7.x: "Fusing convolution weights from A with scale B"
+            self.fusions.append(FusionEvent(m["pass"], m["cw"], m["cs"]))
+        else:
+            self.fusions.append(FusionEvent(m["pass"], m["a"], m["b"]))
+        return True
+
+    def _merge(self, msg: str) -> bool:
+        m = d.MERGE_RE.match(msg)
+        if m is None:
+            return False
+        self.fusions.append(FusionEvent(None, m["a"], m["b"], kind="horizontal"))
+        return True
+
+    def _removing(self, msg: str) -> bool:
+        self.removed.append(msg[9:])
+        return True
+
+    def _count(self, msg: str) -> bool:
+        m = d.LAYER_COUNT_RE.match(msg)
+        if m is None:
+            return False
+        if m["stage"] == "Original":  # a new build (or the first optimizer pass): older listings are stale
+            self.eli.clear()
+            self.detailed.clear()
+        self.counts.append((m["stage"], int(m["n"])))
+        return True
+
+    def _foreign(self, msg: str) -> bool:
+        m = d.FOREIGN_META_RE.match(msg)
+        if m is None:
+            return False
+        origins = metadata_origins(m["meta"]) or origins_from_name(m["name"], onnx=self.onnx)
+        self.subgraphs.pop(m["name"], None)  # re-insert: the latest pass comes last
+        self.subgraphs[m["name"]] = origins
+        return True
+
+    def _memory(self, msg: str) -> bool:
+        for field, rx in d.MEMORY_PATTERNS:
+            m = rx.match(msg)
+            if m is not None:
+                self.memory[field] = int(m.group(1))
+                return True
+        return False
+
+    def _peak(self, msg: str) -> bool:
+        m = d.PEAK_MEMORY_RE.match(msg)
+        if m is None:
+            return False
+        self.memory["peak_cpu_mib"], self.memory["peak_gpu_mib"] = int(m.group(1)), int(m.group(2))
+        return True
+
+    def _timing(self, msg: str) -> bool:
+        for key, rx in d.TIMING_PATTERNS:
+            m = rx.search(msg)
+            if m is not None:
+                try:
+                    self.timings[key] = float(m.group(1))
+                except ValueError:
+                    return False
+                return True
+        return False
+
+    def _calib(self, msg: str) -> bool:
+        if d.CALIBRATION_RE.match(msg) is None:
+            return False
+        self.calibration.append(msg.rstrip())
+        self._timing(msg)
+        self._version(msg)
+        return True
+
+    def _version(self, msg: str) -> bool:
+        for rank, rx in d.VERSION_PATTERNS:
+            m = rx.search(msg)
+            if m is not None:
+                gd = m.groupdict()
+                self._set_version(rank, gd.get("v") or d.version_from_tag(gd["tag"]))
+                return True
+        for key, rx in (("tool_version", d.TOOL_VERSION_RE), ("precision_flags", d.PRECISION_FLAGS_RE),
+                        ("engine_size_mib", d.ENGINE_SIZE_RE)):
+            m = rx.match(msg)
+            if m is not None:
+                if key == "tool_version":
+                    self.facts["tool"] = "polygraphy"
+                self.facts[key] = float(m.group(1)) if key == "engine_size_mib" else m.group(1)
+                return True
+        return False
+
+    def _set_version(self, rank: int, version: str) -> None:
+        if self.version is None or rank >= self.version[0]:
+            self.version = (rank, version)
+
+    def _banner(self, line: str) -> bool:
+        m = d.BANNER_RE.match(line)
+        if m is None:
+            return False
+        self.facts["tool"] = m["tool"]
+        if m["tag"]:
+            self._set_version(3, d.version_from_tag(m["tag"]))
+        if m["result"] != "RUNNING":
+            self.facts["result"] = m["result"]
+        return True
+
+    def _result(self, msg: str) -> bool:
+        m = d.POLYGRAPHY_RESULT_RE.match(msg)
+        if m is not None:
+            self.facts["result"] = m["result"]
+        return m is not None
+
+    def _header(self, msg: str) -> bool:
+        block = d.BLOCK_HEADERS.get(msg.strip())
+        if block == "eli":
+            self.eli.clear()
+        elif block == "detailed":
+            self.detailed.clear()
+        elif block in ("io", "bindings"):
+            self.bindings.clear()
+        self.block = block
+        return block is not None
+
+    def _eli_line(self, text: str) -> bool:
+        parsed = parse_eli_line(text)
+        if parsed is None:
+            return False
+        self.eli.append(parsed)
+        self.block = "eli"
+        return True
+
+    def _detailed_line(self, text: str) -> bool:
+        parsed = parse_detailed_line(text)
+        if parsed is None:
+            return False
+        self.detailed.append(parsed)
+        self.block = "detailed"
+        return True
+
+    # -- the record -------------------------------------------------------------------------------
+    def _layers(self) -> tuple[tuple[Layer, ...], bool]:
+        built: list[tuple[Layer, bool]] = []
+        if self.detailed:  # the DETAILED listing carries exact origins; prefer it
+            for p in self.detailed:
+                built.append(make_layer(name=p["name"], layer_type=p["type"], inputs=p["inputs"], outputs=p["outputs"],
+                                        tactic=p["tactic_value"] or p["tactic"], metadata=p["metadata"],
+                                        subgraphs=self.subgraphs, onnx=self.onnx))
+        else:
+            for ltype, name, tactic, ins, outs in self.eli:
+                built.append(make_layer(name=name, layer_type=ltype, inputs=ins, outputs=outs, tactic=tactic,
+                                        subgraphs=self.subgraphs, onnx=self.onnx))
+        layers = tuple(assign_subgraphs([b[0] for b in built], self.subgraphs))
+        return layers, all(b[1] for b in built)
+
+    def finish(self) -> BuildRecord:
+        layers, exact = self._layers()
+        version = self.version[1] if self.version else None
+        return BuildRecord(
+            source=self.source,
+            layers=layers,
+            subgraphs=tuple(Subgraph(n, o) for n, o in self.subgraphs.items()),
+            fusion_events=tuple(self.fusions),
+            layer_counts=tuple(self.counts),
+            memory=Memory(**self.memory),
+            timings=dict(self.timings),
+            messages=tuple(self.messages),
+            calibration=tuple(self.calibration),
+            backend="tensorrt" if version else None,
+            backend_version=version,
+            origins_exact=exact,
+            unparsed_lines=self.unparsed,
+            total_lines=self.total,
+            bindings=tuple(self.bindings),
+            removed_layers=tuple(self.removed),
+            tool=self.facts.get("tool"),
+            tool_version=self.facts.get("tool_version"),
+            result=self.facts.get("result"),
+            precision_flags=self.facts.get("precision_flags"),
+            engine_size_mib=self.facts.get("engine_size_mib"),
+        )
+
+
+def _ignore(msg: str) -> bool:
+    return True
+
+
+def parse_lines(lines: Iterable[str], *, onnx: Any = None) -> BuildRecord:
+    """Parse log lines (with or without newlines) of any dialect into a :class:`BuildRecord`.
+
+    Streaming and constant-memory in the number of lines. ``onnx`` (path, ``ModelProto`` or
+    :class:`OnnxIndex`) lets ``{ForeignNode[a...b]}`` expand to every ONNX node from a to b.
+    """
+    parser = LogParser(onnx=onnx)
+    parser.feed_all(lines)
+    return parser.finish()
+
+
+def parse_entries(entries: Iterable[LogEntry], *, onnx: Any = None) -> BuildRecord:
+    """Parse the messages a live build captured (:class:`pytest_trt.result.LogEntry`)."""
+    return parse_lines(iter_log_lines(entries), onnx=onnx)
+
+
+def parse_result(result: BuildResult, *, onnx: Any = None) -> BuildRecord:
+    """Parse a live build's log and fill in what the log itself does not state.
+
+    TensorRT-RTX logs name neither the library nor its version; the :class:`BuildResult` knows both.
+    """
+    record = parse_entries(result.log, onnx=onnx)
+    version = result.versions.get(result.backend.replace("-", "_")) or result.versions.get(result.backend)
+    return replace(record, backend=result.backend, backend_version=version or record.backend_version)
+
+
+def read_log(path: str | Path, onnx: Any = None) -> BuildRecord:
+    """Parse a log file: trtexec/polygraphy/python output or a pytest-trt ``build.log``.
+
+    Bytes that are not UTF-8 are replaced, CRLF and CR line ends are accepted.  A missing or
+    unreadable file raises :class:`~pytest_trt.errors.LogParseError` naming the path.
+    """
+    p = Path(path)
+    parser = LogParser(onnx=onnx)
+    try:
+        with open(p, encoding="utf-8", errors="replace", newline=None) as f:
+            parser.feed_file(f)
+    except OSError as e:
+        raise LogParseError(f"cannot read build log {p}: {e.strerror or e}", path=str(p)) from e
+    return parser.finish()
