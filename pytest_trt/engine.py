@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_trt.runio import run_checked
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -49,7 +51,7 @@ class Engine:
     def backend_name(self) -> str:
         return self.result.backend
 
-    @property
+    @functools.cached_property
     def label(self) -> str:
         return f"{self.config.name} v{self.config.version} [{self.result.config_hash[:12]}]"
 
@@ -69,8 +71,6 @@ class Engine:
         :class:`~pytest_trt.errors.EngineNotRunnable` where this machine
         cannot execute the engine.
         """
-        from pytest_trt.runio import run_checked
-
         return run_checked(self.runner, self.config, feeds, label=self.label)
 
     def reference(self) -> Runner:
