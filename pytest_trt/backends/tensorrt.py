@@ -239,9 +239,9 @@ class TensorRTBackend:
 
     # -- after the build -----------------------------------------------
     def record(self, result: BuildResult, config: BuildConfig) -> BuildRecord:
-        from pytest_trt.buildlog import parse_entries
+        from pytest_trt.buildlog import parse_result
 
-        return parse_entries(result.log, onnx=config.onnx)
+        return parse_result(result, onnx=config.onnx)
 
     def runner(self, result: BuildResult, config: BuildConfig) -> Runner:
         reason = self.not_runnable_reason()

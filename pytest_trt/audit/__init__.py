@@ -1,0 +1,10 @@
+"""Audit layer: environment capture, deterministic bundles, signatures, verification, pins, diffs.
+
+Modules, one idea each: :mod:`.environment`, :mod:`.archive` (deterministic
+and safe tar.gz), :mod:`.manifest`, :mod:`.bundle` (writer), :mod:`.sign`,
+:mod:`.verify`, :mod:`.diff`, :mod:`.pins`, :mod:`.summary`,
+:mod:`.recorder` (session state) and :mod:`.pytest_hooks`.  Nothing heavy is
+imported here.
+"""
+
+from __future__ import annotations

@@ -1,0 +1,231 @@
+"""Write audit bundles: one deterministic ``tar.gz`` per engine.
+
+Members (flat names; see :func:`bundle_members`)::
+
+    engine.plan          the serialized engine, or, with ``trt_bundle_engine = false``,
+    engine.plan.sha256   its sha256 only (``sha256sum`` format)
+    build.log.gz         the raw builder log, unchanged, gzip-compressed without timestamp
+    build.json           bundle schema, build metadata (versions, device, durations,
+                         hashes, log index) and the BuildRecord
+    config.json          pinned and effective config, config hash, ONNX sha256
+    environment.json     see :mod:`pytest_trt.audit.environment`
+    calibration.cache    INT8 calibration cache, when the build used one
+    calibration.json     its sha256 and the Q/DQ model's sha256, when present
+    golden.json          golden check results, keyed by test id, when given
+    MANIFEST.sha256      sha256 of every member above (``sha256sum -c`` format)
+    MANIFEST.sha256.sig  Ed25519 signature of the manifest, when a key is configured
+
+The bytes are a pure function of the arguments: no clock is read, JSON is
+written with sorted keys, and the archive is deterministic
+(:mod:`pytest_trt.audit.archive`).  Writing the same build twice therefore
+gives the same file, and two pytest-xdist workers racing on one bundle
+write the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_trt.audit.archive import gzip_bytes, write_atomic, write_tar_gz
+from pytest_trt.audit.manifest import MANIFEST, render_manifest, sha256_hex
+from pytest_trt.audit.sign import SIGNATURE, sign_manifest
+
+if TYPE_CHECKING:
+    from pytest_trt.buildlog.record import BuildRecord
+    from pytest_trt.result import BuildResult
+
+BUNDLE_SCHEMA = 1
+ENGINE = "engine.plan"
+ENGINE_HASH = "engine.plan.sha256"
+LOG = "build.log.gz"
+BUILD = "build.json"
+CONFIG = "config.json"
+ENVIRONMENT = "environment.json"
+CALIBRATION_CACHE = "calibration.cache"
+CALIBRATION = "calibration.json"
+GOLDEN = "golden.json"
+#: members every bundle has (plus one of ENGINE / ENGINE_HASH)
+REQUIRED = (BUILD, CONFIG, ENVIRONMENT, LOG, MANIFEST)
+KNOWN = frozenset(REQUIRED + (ENGINE, ENGINE_HASH, CALIBRATION_CACHE, CALIBRATION, GOLDEN, SIGNATURE))
+
+_BACKEND_SLUG = {"tensorrt": "trt", "tensorrt-rtx": "rtx", "onnxruntime": "ort"}
+_VENDOR_WORDS = {"nvidia", "geforce", "tesla", "quadro"}
+
+
+@dataclass(frozen=True)
+class BundleInfo:
+    """A bundle on disk: where, its file sha256 and size, and what it holds."""
+
+    path: Path
+    sha256: str
+    size: int
+    config_hash: str
+    engine_sha256: str
+    backend_version: str
+
+
+def canonical_json(data: Any) -> bytes:
+    """Sorted keys, compact separators, one final newline: the only accepted spelling.
+
+    Compact rather than indented because ``indent`` switches ``json`` to its
+    pure-Python encoder, which made writing build.json (record plus log
+    index) most of the bundle's cost; ``pytest-trt bundle show`` is the
+    readable view.
+    """
+    return (json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def backend_version(result: BuildResult) -> str:
+    """The backend library version a build used (``"unknown"`` when the result lacks it)."""
+    v = result.versions
+    module = result.backend.replace("-", "_")
+    # versions["backend"] holds the backend's *name* in the foundation's results
+    for key in (module, result.backend, "backend_version", "backend"):
+        value = str(v.get(key) or "")
+        if value[:1].isdigit():
+            return value
+    return "unknown"
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-.") or "unknown"
+
+
+def device_slug(device: Mapping[str, Any]) -> str:
+    """``h200`` for ``NVIDIA H200``; ``cpu-aot-sm89-sm120`` for an RTX ahead-of-time build; ``cpu``."""
+    kind = str(device.get("kind") or "cpu")
+    if kind == "gpu" and device.get("name"):
+        words = [w for w in re.split(r"\s+", str(device["name"]).lower()) if w not in _VENDOR_WORDS]
+        return _slug("".join(words) if len(words) <= 2 else "-".join(words))
+    if kind == "cpu-aot":
+        targets = device.get("targets") or device.get("compute_capabilities") or []
+        # "default" means "the builder's default targets": nothing to add to the name
+        return "-".join(["cpu-aot", *(_slug(str(t)) for t in targets if str(t) != "default")])
+    return _slug(kind)
+
+
+def bundle_name(result: BuildResult) -> str:
+    """``<name>-v<version>-<backend><major.minor>-<device>.tar.gz``."""
+    major_minor = ".".join(backend_version(result).split(".")[:2])
+    prefix = _BACKEND_SLUG.get(result.backend, _slug(result.backend))
+    # BuildConfig already restricts name and version to [A-Za-z0-9_.+-]; keep them as written
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(result.config.get("name") or "engine"))
+    version = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(result.config.get("version") or "0"))
+    return f"{name}-v{version}-{prefix}{major_minor}-{device_slug(result.device)}.tar.gz"
+
+
+def bundle_members(
+    result: BuildResult,
+    *,
+    record: BuildRecord | None,
+    environment: Mapping[str, Any],
+    include_engine: bool = True,
+    golden_results: Mapping[str, Any] | None = None,
+    calibration_cache: bytes | None = None,
+    qdq_model_sha256: str | None = None,
+    sign_key: Path | None = None,
+) -> dict[str, bytes]:
+    """Every member of the bundle for ``result``, name -> bytes, manifest and signature included."""
+    members: dict[str, bytes] = {}
+    engine_sha = result.engine_sha256
+    if include_engine:
+        members[ENGINE] = result.engine
+    else:
+        members[ENGINE_HASH] = f"{engine_sha}  {ENGINE}\n".encode("ascii")
+    members[LOG] = gzip_bytes(result.log_text().encode("utf-8"))
+    members[BUILD] = canonical_json(
+        {
+            "bundle_schema": BUNDLE_SCHEMA,
+            "engine_included": include_engine,
+            "build": result.build_json(),
+            "record": record.to_dict() if record is not None else None,
+        }
+    )
+    members[CONFIG] = canonical_json(
+        {
+            "pinned": result.config,
+            "effective": result.effective_config,
+            "config_hash": result.config_hash,
+            "onnx_sha256": result.onnx_sha256,
+        }
+    )
+    members[ENVIRONMENT] = canonical_json(dict(environment))
+    if calibration_cache is not None or qdq_model_sha256 is not None:
+        calib: dict[str, Any] = {"cache_sha256": None, "qdq_model_sha256": qdq_model_sha256}
+        if calibration_cache is not None:
+            members[CALIBRATION_CACHE] = calibration_cache
+            calib["cache_sha256"] = sha256_hex(calibration_cache)
+        members[CALIBRATION] = canonical_json(calib)
+    if golden_results:
+        members[GOLDEN] = canonical_json({"schema": 1, "checks": dict(golden_results)})
+    manifest = render_manifest({name: sha256_hex(data) for name, data in members.items()})
+    members[MANIFEST] = manifest
+    if sign_key is not None:
+        members[SIGNATURE] = sign_manifest(manifest, sign_key)
+    return members
+
+
+class _HashingWriter:
+    """Passes writes through to a file while hashing them (one pass over a large engine)."""
+
+    def __init__(self, fh: Any) -> None:
+        self.fh = fh
+        self.hash = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: bytes) -> int:
+        self.hash.update(data)
+        self.size += len(data)
+        return int(self.fh.write(data))
+
+    def flush(self) -> None:
+        self.fh.flush()
+
+
+def write_bundle(
+    result: BuildResult,
+    out_dir: Path,
+    *,
+    record: BuildRecord | None,
+    environment: Mapping[str, Any],
+    include_engine: bool = True,
+    golden_results: Mapping[str, Any] | None = None,
+    calibration_cache: bytes | None = None,
+    qdq_model_sha256: str | None = None,
+    sign_key: Path | None = None,
+    name: str | None = None,
+) -> BundleInfo:
+    """Write the bundle for ``result`` atomically into ``out_dir``; return where and its sha256."""
+    members = bundle_members(
+        result,
+        record=record,
+        environment=environment,
+        include_engine=include_engine,
+        golden_results=golden_results,
+        calibration_cache=calibration_cache,
+        qdq_model_sha256=qdq_model_sha256,
+        sign_key=sign_key,
+    )
+    path = Path(out_dir) / (name or bundle_name(result))
+    sink: list[_HashingWriter] = []
+
+    def writer(fh: Any) -> None:
+        hashing = _HashingWriter(fh)
+        sink.append(hashing)
+        write_tar_gz(members, hashing)  # type: ignore[arg-type]
+
+    write_atomic(path, writer)
+    return BundleInfo(
+        path=path,
+        sha256=sink[0].hash.hexdigest(),
+        size=sink[0].size,
+        config_hash=result.config_hash,
+        engine_sha256=result.engine_sha256,
+        backend_version=backend_version(result),
+    )

@@ -1,0 +1,189 @@
+"""BundleRecorder: the session's audit state behind the pytest hooks.
+
+One per process (``config.stash``).  It captures the environment once,
+writes one bundle per engine (keyed by config hash and engine sha256, so an
+engine used by many tests is bundled once), folds golden verdicts into the
+engine's bundle, and renders the per-test report text.
+
+Golden results in a bundle are keyed by test id and merged with the ones
+already in an existing bundle *of the same engine*: every verdict recorded
+there is a statement about exactly these engine bytes, and merging keeps the
+verdicts of other pytest-xdist workers, which write the same file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_trt.audit.bundle import GOLDEN, BundleInfo, bundle_name, write_bundle
+
+if TYPE_CHECKING:
+    from pytest_trt.buildlog.record import BuildRecord
+    from pytest_trt.engine import Engine
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    bundle_dir: Path
+    sign_key: Path | None = None
+    include_engine: bool = True
+    include_hostname: bool = False
+    rootdir: Path | None = None
+
+
+@dataclass(frozen=True)
+class EngineAudit:
+    """What a test report shows about one engine it used."""
+
+    label: str
+    info: BundleInfo | None
+    fusions: int | None
+    precisions: dict[str, int] | None
+    golden: str  # verdict text, "not checked" when the test did not check one
+    error: str | None = None  # why no bundle was written
+
+
+@dataclass
+class BundleRecorder:
+    settings: AuditSettings
+    backend: str | None = None
+    _environment: dict[str, Any] | None = None
+    written: dict[str, BundleInfo] = field(default_factory=dict)  # engine key -> latest bundle
+    golden: dict[str, dict[str, Any]] = field(default_factory=dict)  # engine key -> test id -> verdict
+    failures: list[str] = field(default_factory=list)
+    _names: dict[str, str] = field(default_factory=dict)  # bundle path -> config hash
+    _bundled_tests: dict[str, set[str]] = field(default_factory=dict)  # engine key -> tests in golden.json
+
+    @property
+    def environment(self) -> dict[str, Any]:
+        if self._environment is None:
+            from pytest_trt.audit.environment import capture_environment
+
+            self._environment = capture_environment(
+                backend=self.backend,
+                rootdir=self.settings.rootdir,
+                include_hostname=self.settings.include_hostname,
+            )
+        return self._environment
+
+    @staticmethod
+    def key(engine: Engine) -> str:
+        return f"{engine.result.config_hash}:{engine.result.engine_sha256}"
+
+    def _record(self, engine: Engine) -> BuildRecord | None:
+        try:
+            return engine.record
+        except Exception:  # noqa: BLE001 - a record the backend cannot parse must not lose the bundle
+            return None
+
+    def add_golden(self, engine: Engine, test_id: str, verdict: Mapping[str, Any]) -> None:
+        self.golden.setdefault(self.key(engine), {})[test_id] = dict(verdict)
+
+    def _existing_golden(self, path: Path, engine: Engine) -> dict[str, Any]:
+        if not path.is_file():
+            return {}
+        from pytest_trt.audit.verify import verify_bundle
+        from pytest_trt.errors import BundleIntegrityError
+
+        try:
+            old = verify_bundle(path)
+        except (BundleIntegrityError, OSError):
+            return {}  # a broken or foreign file is replaced, never merged
+        if old.engine_sha256 != engine.result.engine_sha256 or GOLDEN not in old.members:
+            return {}
+        return old.golden or {}
+
+    def bundle(self, engine: Engine) -> BundleInfo:
+        """Write (or reuse) the bundle of ``engine``; rewrites it when new golden verdicts arrived."""
+        key = self.key(engine)
+        path = self.settings.bundle_dir / bundle_name(engine.result)
+        known = self.written.get(key)
+        golden = self.golden.get(key, {})
+        if known is not None and known.path == path and set(golden) <= self._bundled_tests.get(key, set()):
+            return known
+        from filelock import FileLock
+
+        previous = self._names.setdefault(str(path), engine.result.config_hash)
+        if previous != engine.result.config_hash:
+            self.failures.append(
+                f"{path.name}: written for two configs ({previous[:12]}, {engine.result.config_hash[:12]}) "
+                "with the same name, version, backend and device; give each config its own name or version"
+            )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(path.parent / f".{path.name}.lock")):
+            merged = {**self._existing_golden(path, engine), **golden}
+            info = write_bundle(
+                engine.result,
+                self.settings.bundle_dir,
+                record=self._record(engine),
+                environment=self.environment,
+                include_engine=self.settings.include_engine,
+                golden_results=merged or None,
+                calibration_cache=_calibration_cache(engine),
+                qdq_model_sha256=_qdq_sha256(engine),
+                sign_key=self.settings.sign_key,
+            )
+        self.written[key] = info
+        self._bundled_tests[key] = set(golden)
+        return info
+
+    def audit(self, engine: Engine, verdicts: list[Mapping[str, Any]]) -> EngineAudit:
+        """Bundle ``engine`` and describe it for one test's report; never raises for I/O problems."""
+        from pytest_trt.audit.summary import precision_summary
+        from pytest_trt.errors import TrtError
+
+        verdict = "; ".join(str(v.get("verdict", "?")) for v in verdicts) or "not checked"
+        record = self._record(engine)
+        fusions = len(record.fusions) if record is not None else None
+        precisions = precision_summary(record) if record is not None else None
+        try:
+            info: BundleInfo | None = self.bundle(engine)
+            error = None
+        except (OSError, TrtError, ValueError, ImportError) as exc:
+            info, error = None, f"{type(exc).__name__}: {exc}"
+            self.failures.append(f"{engine.label}: bundle not written ({error})")
+        return EngineAudit(engine.label, info, fusions, precisions, verdict, error)
+
+
+def _calibration_cache(engine: Engine) -> bytes | None:
+    calib = getattr(engine.config, "calibration", None)
+    path = getattr(calib, "cache", None)
+    if path and Path(path).is_file():
+        return Path(path).read_bytes()
+    return None
+
+
+def _qdq_sha256(engine: Engine) -> str | None:
+    extra = engine.result.extra or {}
+    value = extra.get("qdq_model_sha256") or extra.get("qdq_onnx_sha256")
+    return str(value) if value else None
+
+
+def section_text(audits: list[EngineAudit]) -> str:
+    """The ``trt audit`` report section of one test."""
+    from pytest_trt.audit.summary import format_precisions
+
+    lines: list[str] = []
+    for a in audits:
+        lines.append(f"engine: {a.label}")
+        if a.info is not None:
+            lines.append(f"  bundle: {a.info.path}")
+            lines.append(f"  sha256: {a.info.sha256}")
+        else:
+            lines.append(f"  bundle: not written ({a.error})")
+        lines.append(f"  fusions: {a.fusions if a.fusions is not None else 'unknown (no build record)'}")
+        lines.append(f"  precisions: {format_precisions(a.precisions) if a.precisions is not None else 'unknown'}")
+        lines.append(f"  golden: {a.golden}")
+    return "\n".join(lines) + "\n"
+
+
+def summary_rows(recorder: BundleRecorder) -> list[dict[str, Any]]:
+    """JSON-able rows for the terminal summary (sent from xdist workers to the controller)."""
+    return [
+        {"path": str(i.path), "sha256": i.sha256, "size": i.size, "config_hash": i.config_hash}
+        for i in recorder.written.values()
+    ]
+

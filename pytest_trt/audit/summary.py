@@ -1,0 +1,76 @@
+"""Short, JSON-able summaries of a BuildRecord, shared by the report section and the CLI."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_trt.buildlog.record import BuildRecord
+
+
+def precision_summary(record: BuildRecord) -> dict[str, int]:
+    """Compute layers per precision (``{"Float": 40, "Half": 3}``), most common first."""
+    counts = Counter(
+        layer.precision or "unknown" for layer in record.layers if layer.kind == "compute"
+    )
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def format_precisions(summary: dict[str, int]) -> str:
+    return ", ".join(f"{dtype} {n}" for dtype, n in summary.items()) or "none listed"
+
+
+def record_summary(record: BuildRecord) -> dict[str, Any]:
+    """The facts a reviewer looks at first: counts, precisions, memory, warnings."""
+    memory = {k: v for k, v in vars(record.memory).items() if v is not None}
+    return {
+        "source": record.source,
+        "backend": record.backend,
+        "backend_version": record.backend_version,
+        "layers": len(record.layers),
+        "compute_layers": sum(1 for layer in record.layers if layer.kind == "compute"),
+        "reformat_layers": record.reformat_count,
+        "fusions": len(record.fusions),
+        "fusion_events": len(record.fusion_events),
+        "subgraphs": len(record.subgraphs),
+        "precisions": precision_summary(record),
+        "layer_counts": dict(record.layer_counts),
+        "memory": memory,
+        "warnings": len(record.warnings),
+        "errors": len(record.errors),
+        "calibration_lines": len(record.calibration),
+        "origins_exact": record.origins_exact,
+        "total_lines": record.total_lines,
+        "unparsed_lines": record.unparsed_lines,
+    }
+
+
+def render_record_summary(summary: dict[str, Any], *, max_items: int = 10) -> list[str]:
+    lines = [
+        f"record: {summary['source']} "
+        f"({summary['backend'] or 'backend ?'} {summary['backend_version'] or ''})".rstrip(),
+        f"layers: {summary['layers']} ({summary['compute_layers']} compute, {summary['reformat_layers']} reformat), "
+        f"fusions: {summary['fusions']}, subgraphs: {summary['subgraphs']}",
+        f"precisions: {format_precisions(summary['precisions'])}",
+    ]
+    if summary["layer_counts"]:
+        counts = list(summary["layer_counts"].items())
+        shown = ", ".join(f"{k} {v}" for k, v in counts[:max_items])
+        more = f" (+{len(counts) - max_items} more)" if len(counts) > max_items else ""
+        lines.append(f"layer counts: {shown}{more}")
+    if summary["memory"]:
+        lines.append("memory: " + ", ".join(f"{k} {v}" for k, v in summary["memory"].items()))
+    lines.append(
+        f"warnings: {summary['warnings']}, errors: {summary['errors']}, "
+        f"log lines: {summary['total_lines']} ({summary['unparsed_lines']} not understood)"
+    )
+    return lines
+
+
+def read_log_record(path: Path, onnx: Path | None = None) -> BuildRecord:
+    """A BuildRecord from any TensorRT verbose log on disk (live build.log or trtexec output)."""
+    from pytest_trt.buildlog.record import BuildRecord
+
+    return BuildRecord.from_log(path, onnx=onnx)

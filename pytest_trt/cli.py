@@ -1,0 +1,247 @@
+"""``pytest-trt``: verify, show and diff audit bundles; parse build logs; show goldens.
+
+Commands::
+
+    pytest-trt bundle verify PATH... [--public-key KEY]
+    pytest-trt bundle show PATH
+    pytest-trt bundle diff OLD NEW [--mask-tactics]
+    pytest-trt log parse BUILD.LOG [--onnx MODEL]
+    pytest-trt golden show FILE
+
+Every command takes ``--json`` (one JSON document on stdout).
+
+Exit codes (with several paths, the highest applies):
+
+    0  success: verified, shown, parsed; ``diff`` found no differences
+    1  a bundle failed verification, or ``diff`` found differences
+    2  usage error (bad arguments)
+    3  a file cannot be used: missing, unreadable, not a log, bad key file
+
+User errors print one line to stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_FILE = 3
+
+
+class _FileProblem(Exception):
+    """A file cannot be used; the message is the one line shown to the user."""
+
+
+def _emit(args: argparse.Namespace, doc: Any, lines: Sequence[str]) -> None:
+    if args.json:
+        print(json.dumps(doc, indent=2, sort_keys=True, default=str))
+    else:
+        for line in lines:
+            print(line)
+
+
+def _verify(path: Path, public_key: Path | None) -> Any:
+    """verify_bundle, with file problems turned into :class:`_FileProblem`."""
+    from pytest_trt.audit.sign import KeyFileError, SigningUnavailable
+    from pytest_trt.audit.verify import verify_bundle
+
+    try:
+        return verify_bundle(path, public_key=public_key)
+    except FileNotFoundError:
+        raise _FileProblem(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise _FileProblem(f"{path}: is a directory, not a bundle") from None
+    except PermissionError:
+        raise _FileProblem(f"{path}: permission denied") from None
+    except (KeyFileError, SigningUnavailable) as exc:
+        raise _FileProblem(str(exc)) from None
+
+
+def cmd_bundle_verify(args: argparse.Namespace) -> int:
+    from pytest_trt.errors import BundleIntegrityError
+
+    code, results, lines = EXIT_OK, [], []
+    for path in args.paths:
+        row: dict[str, Any] = {"path": str(path), "ok": False, "error": None, "member": None}
+        try:
+            vb = _verify(path, args.public_key)
+        except BundleIntegrityError as exc:
+            row.update(error=exc.message, member=exc.context.get("member"))
+            lines.append(f"FAILED  {exc.message}")
+            code = max(code, EXIT_FAILED)
+        except _FileProblem as exc:
+            row["error"] = str(exc)
+            lines.append(f"ERROR   {exc}")
+            code = max(code, EXIT_FILE)
+        else:
+            sig = ("signature checked, key sha256:" + vb.signer[:16] if vb.signer
+                   else "signed, signature not checked (give --public-key)" if vb.signed else "unsigned")
+            row.update(ok=True, sha256=vb.sha256, members=sorted(vb.member_sha256), signed=vb.signed, signer=vb.signer)
+            lines.append(f"OK      {path}  sha256 {vb.sha256}  {len(vb.member_sha256)} members, {sig}")
+        results.append(row)
+    _emit(args, {"results": results, "exit_code": code}, lines)
+    return code
+
+
+def _show_lines(vb: Any, summary: dict[str, Any] | None) -> list[str]:
+    from pytest_trt.audit.summary import render_record_summary
+
+    build, conf, env = vb.build["build"], vb.config, vb.environment
+    pinned = conf["pinned"]
+    versions = ", ".join(f"{k} {v}" for k, v in sorted(build.get("versions", {}).items()))
+    device = build.get("device", {})
+    gpus = ", ".join(g.get("name", "?") for g in env.get("gpus", []))
+    gpus = gpus or f"none (cpu: {env.get('cpu', {}).get('model')})"
+    os_name = env.get("os", {}).get("distribution") or env.get("os", {}).get("system")
+    git = env.get("git", {})
+    engine = (f"included, {vb.engine_size:,} bytes" if vb.engine_size is not None else "hash only")
+    lines = [
+        f"bundle: {vb.path}",
+        f"sha256: {vb.sha256}",
+        f"config: {pinned.get('name')} v{pinned.get('version')}  precision {pinned.get('precision')}  "
+        f"hash {conf['config_hash'][:16]}  onnx sha256 {conf['onnx_sha256'][:16]}",
+        f"backend: {build.get('backend')} ({versions})",
+        f"device: {json.dumps(device, sort_keys=True)}",
+        f"engine: {engine}, sha256 {build.get('engine_sha256')}",
+        f"environment: python {env.get('python', {}).get('version')}, {os_name}, "
+        f"gpus {gpus}, git {git.get('commit') or 'none'}{' (dirty)' if git.get('dirty') else ''}",
+    ]
+    if summary is not None:
+        lines += render_record_summary(summary)
+    else:
+        lines.append("record: none in this bundle")
+    golden = vb.golden or {}
+    lines.append(f"golden: {len(golden)} check(s)" if golden else "golden: not checked")
+    lines += [f"  {test}: {v.get('verdict', '?')}" for test, v in sorted(golden.items())]
+    lines.append("members: " + ", ".join(sorted(vb.member_sha256)))
+    return lines
+
+
+def cmd_bundle_show(args: argparse.Namespace) -> int:
+    from pytest_trt.audit.summary import record_summary
+
+    vb = _verify(args.path, None)
+    record = vb.record()
+    summary = record_summary(record) if record is not None else None
+    build = {k: v for k, v in vb.build["build"].items() if k != "log_index"}
+    doc = {
+        "path": str(vb.path), "sha256": vb.sha256, "config": vb.config, "build": build,
+        "environment": vb.environment, "record_summary": summary, "golden": vb.golden,
+        "members": dict(vb.member_sha256), "signed": vb.signed,
+    }
+    _emit(args, doc, _show_lines(vb, summary))
+    return EXIT_OK
+
+
+def cmd_bundle_diff(args: argparse.Namespace) -> int:
+    from pytest_trt.audit.diff import diff_bundles
+
+    old, new = _verify(args.old, None), _verify(args.new, None)
+    diff = diff_bundles(old, new, mask_tactics=args.mask_tactics)
+    _emit(args, diff.to_dict(), [diff.render()])
+    return EXIT_OK if diff.is_empty else EXIT_FAILED
+
+
+def cmd_log_parse(args: argparse.Namespace) -> int:
+    from pytest_trt.audit.summary import read_log_record, record_summary, render_record_summary
+    from pytest_trt.errors import TrtError
+
+    for p in (args.log, args.onnx):
+        if p is not None and not p.is_file():
+            raise _FileProblem(f"{p}: no such file")
+    try:
+        record = read_log_record(args.log, onnx=args.onnx)
+    except (TrtError, OSError, UnicodeDecodeError, ValueError) as exc:
+        raise _FileProblem(f"{args.log}: cannot be read as a TensorRT build log ({exc})") from None
+    summary = record_summary(record)
+    lines = [f"log: {args.log}", *render_record_summary(summary)]
+    lines += [f"  fused: {layer.name} <- {', '.join(layer.origins)}" for layer in record.fusions[:20]]
+    if len(record.fusions) > 20:
+        lines.append(f"  ... {len(record.fusions) - 20} more fusions (use --json for all)")
+    _emit(args, {"log": str(args.log), "summary": summary, "record": record.to_dict()}, lines)
+    return EXIT_OK
+
+
+def cmd_golden_show(args: argparse.Namespace) -> int:
+    from pytest_trt.errors import TrtError
+
+    if not args.file.is_file():
+        raise _FileProblem(f"{args.file}: no such file")
+    try:
+        from pytest_trt.golden.show import golden_show
+    except ImportError as exc:
+        raise _FileProblem(f"golden support is not available ({exc})") from None
+    try:
+        shown = golden_show(args.file)
+    except (TrtError, OSError) as exc:
+        raise _FileProblem(f"{args.file}: {exc}") from None
+    if isinstance(shown, str):
+        _emit(args, {"file": str(args.file), "text": shown}, [shown.rstrip("\n")])
+    else:
+        _emit(args, shown, [json.dumps(shown, indent=2, sort_keys=True, default=str)])
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+    parser = argparse.ArgumentParser(
+        prog="pytest-trt", description="Audit bundles, build logs and golden files of pytest-trt.",
+        epilog="exit codes: 0 ok; 1 verification failed or differences found; 2 usage error; 3 file error",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    groups = parser.add_subparsers(dest="group", required=True, metavar="{bundle,log,golden}")
+    bundle = groups.add_parser("bundle", help="verify, show and diff audit bundles").add_subparsers(
+        dest="command", required=True, metavar="{verify,show,diff}")
+    p = bundle.add_parser("verify", parents=[common], help="check manifest hashes, schema, member safety, signature")
+    p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
+    p.add_argument("--public-key", type=Path, metavar="KEY", help="Ed25519 public key; the bundle must be signed by it")
+    p.set_defaults(func=cmd_bundle_verify)
+    p = bundle.add_parser("show", parents=[common], help="config, environment and build record summary")
+    p.add_argument("path", type=Path, metavar="PATH")
+    p.set_defaults(func=cmd_bundle_show)
+    p = bundle.add_parser("diff", parents=[common], help="what changed between two bundles (exit 1 when anything did)")
+    p.add_argument("old", type=Path, metavar="OLD")
+    p.add_argument("new", type=Path, metavar="NEW")
+    p.add_argument("--mask-tactics", action="store_true", help="do not report tactic changes")
+    p.set_defaults(func=cmd_bundle_diff)
+    log = groups.add_parser("log", help="read TensorRT build logs").add_subparsers(
+        dest="command", required=True, metavar="{parse}")
+    p = log.add_parser("parse", parents=[common], help="BuildRecord summary of a verbose build log (also trtexec)")
+    p.add_argument("log", type=Path, metavar="BUILD.LOG")
+    p.add_argument("--onnx", type=Path, metavar="MODEL", help="the ONNX model, for exact node origins")
+    p.set_defaults(func=cmd_log_parse)
+    golden = groups.add_parser("golden", help="inspect golden files").add_subparsers(
+        dest="command", required=True, metavar="{show}")
+    p = golden.add_parser("show", parents=[common], help="datasets, snapshots, provenance and approvals")
+    p.add_argument("file", type=Path, metavar="FILE")
+    p.set_defaults(func=cmd_golden_show)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (argparse exits 2 itself on usage errors)."""
+    from pytest_trt.errors import BundleIntegrityError
+
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except BundleIntegrityError as exc:
+        print(f"pytest-trt: verification failed: {exc.message}", file=sys.stderr)
+        return EXIT_FAILED
+    except _FileProblem as exc:
+        print(f"pytest-trt: {exc}", file=sys.stderr)
+        return EXIT_FILE
+    except BrokenPipeError:  # `pytest-trt bundle show X | head`
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

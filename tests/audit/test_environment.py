@@ -1,0 +1,84 @@
+"""Environment capture: what is recorded, and that secrets never reach a bundle."""
+
+from __future__ import annotations
+
+import gzip
+import subprocess
+import sys
+import tarfile
+
+from pytest_trt.audit.bundle import write_bundle
+from pytest_trt.audit.environment import ENV_ALLOWLIST, capture_environment, git_state, pip_freeze
+
+SECRET = "s3cr3t-V4lue-7f1e9c0d2b"
+
+
+def _all_bytes(path) -> list[bytes]:
+    """Every byte a bundle holds: the raw file, the tar stream, each member, and decompressed members."""
+    raw = path.read_bytes()
+    out = [raw, gzip.decompress(raw)]
+    with tarfile.open(path, "r:gz") as tar:
+        for m in tar.getmembers():
+            data = tar.extractfile(m).read()
+            out.append(data)
+            if data[:2] == b"\x1f\x8b":
+                out.append(gzip.decompress(data))
+    return out
+
+
+def test_secret_environment_values_never_reach_a_bundle(tmp_path, monkeypatch, mnv2, record_of):
+    for name in ("MY_API_TOKEN", "AWS_SECRET_ACCESS_KEY", "TRT_LICENSE_KEY", "PASSWORD", "NGC_API_KEY"):
+        monkeypatch.setenv(name, SECRET)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    env = capture_environment(backend="tensorrt-rtx", rootdir=tmp_path, include_hostname=True)
+    assert env["env"] == {"CUDA_VISIBLE_DEVICES": "0"}
+    path = write_bundle(mnv2, tmp_path / "b", record=record_of(mnv2), environment=env).path
+    blobs = _all_bytes(path)
+    assert len(blobs) >= 8
+    for blob in blobs:
+        for encoding in (SECRET.encode(), SECRET.encode("utf-16-le")):
+            assert encoding not in blob
+
+
+def test_only_allowlisted_names_are_read(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    monkeypatch.setenv("SOMETHING_ELSE", "x")
+    env = capture_environment(rootdir=None)
+    assert env["env"].get("OMP_NUM_THREADS") == "2"
+    assert set(env["env"]) <= set(ENV_ALLOWLIST)
+
+
+def test_capture_is_stable_and_has_no_clock_or_host(tmp_path):
+    one = capture_environment(backend="tensorrt-rtx", rootdir=tmp_path)
+    two = capture_environment(backend="tensorrt-rtx", rootdir=tmp_path)
+    assert one == two
+    assert "hostname" not in one
+    assert "hostname" in capture_environment(rootdir=None, include_hostname=True)
+    assert one["backend"]["version"] == "1.7.1.116"
+    assert one["python"]["version"] == ".".join(map(str, sys.version_info[:3]))
+    assert one["gpus"] or one["cpu"]["model"]
+
+
+def test_pip_freeze_is_sorted_without_paths():
+    freeze = pip_freeze()
+    names = [line.split("==")[0] for line in freeze]
+    assert names == sorted(names) and "pytest" in names
+    assert all("/" not in line for line in freeze)
+
+
+def test_git_commit_and_dirty_flag(tmp_path):
+    assert git_state(tmp_path) == {"commit": None, "dirty": None}
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True, text=True).stdout
+
+    git("init", "-q")
+    (tmp_path / "a.txt").write_text("1")
+    git("add", "a.txt")
+    git("-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "one")
+    state = git_state(tmp_path)
+    assert state == {"commit": git("rev-parse", "HEAD").strip(), "dirty": False}
+    (tmp_path / "untracked.tar.gz").write_text("bundles are not source")
+    assert git_state(tmp_path)["dirty"] is False
+    (tmp_path / "a.txt").write_text("2")
+    assert git_state(tmp_path)["dirty"] is True

@@ -1,0 +1,140 @@
+"""The pytest-trt command line, run as a real subprocess: output text and exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from pytest_trt.cli import EXIT_FAILED, EXIT_FILE, EXIT_OK, EXIT_USAGE, main
+from tests.conftest import HAS_RTX, needs_rtx
+
+ROOT = Path(__file__).resolve().parents[1]
+LOG = ROOT / "tests" / "data" / "trt_logs" / "log_rtx1.7.1_mobilenet_v2_detailed.txt"
+
+
+def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest_trt.cli", *map(str, args)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def bundles(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Bundles of two real TensorRT-RTX builds: profile max batch 32 and 64."""
+    if not HAS_RTX:
+        pytest.skip("tensorrt_rtx is not installed")
+    from pytest_trt.audit.bundle import write_bundle
+    from pytest_trt.audit.environment import capture_environment
+    from pytest_trt.buildlog.parser import parse_entries
+    from tests.audit.rtx_build import build_mobilenet
+
+    env = capture_environment(backend="tensorrt-rtx", rootdir=None)
+    out = []
+    for batch in (32, 64):
+        result = build_mobilenet(max_batch=batch)
+        folder = tmp_path_factory.mktemp(f"b{batch}")
+        out.append(write_bundle(result, folder, record=parse_entries(result.log), environment=env).path)
+    return out[0], out[1]
+
+
+def _no_traceback(proc: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in proc.stderr + proc.stdout
+
+
+@needs_rtx
+def test_verify_ok_and_json(bundles):
+    proc = cli("bundle", "verify", *bundles)
+    assert proc.returncode == EXIT_OK, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 2 and all(line.startswith("OK      ") and line.endswith("6 members, unsigned") for line in lines)
+    doc = json.loads(cli("bundle", "verify", "--json", bundles[0]).stdout)
+    assert doc["exit_code"] == 0 and doc["results"][0]["ok"] is True and "engine.plan" in doc["results"][0]["members"]
+
+
+@needs_rtx
+def test_verify_reports_tampering_with_exit_1(bundles, tmp_path):
+    from pytest_trt.audit.archive import tar_gz_bytes
+    from tests.audit.conftest import read_members
+
+    members = read_members(bundles[0])
+    members["config.json"] = members["config.json"].replace(b'"precision":"typed"', b'"precision":"fp16!"')
+    bad = tmp_path / "bad.tar.gz"
+    bad.write_bytes(tar_gz_bytes(members))
+    proc = cli("bundle", "verify", bundles[0], bad)
+    assert proc.returncode == EXIT_FAILED
+    assert proc.stdout.splitlines()[1].startswith(f"FAILED  {bad}: member config.json: sha256 mismatch: manifest ")
+    _no_traceback(proc)
+    doc = json.loads(cli("bundle", "verify", "--json", bad).stdout)
+    assert doc["results"][0]["member"] == "config.json"
+
+
+def test_missing_file_is_exit_3_without_traceback(tmp_path):
+    proc = cli("bundle", "verify", tmp_path / "nope.tar.gz")
+    assert proc.returncode == EXIT_FILE
+    assert proc.stdout.strip() == f"ERROR   {tmp_path / 'nope.tar.gz'}: no such file"
+    for args in (("bundle", "show", tmp_path / "nope"), ("log", "parse", tmp_path / "nope.log"),
+                 ("golden", "show", tmp_path / "g.h5"), ("bundle", "diff", tmp_path / "a", tmp_path / "b")):
+        proc = cli(*args)
+        assert proc.returncode == EXIT_FILE, args
+        assert proc.stderr.startswith("pytest-trt: ") and proc.stderr.count("\n") == 1, proc.stderr
+        _no_traceback(proc)
+
+
+def test_usage_errors_exit_2():
+    proc = cli("bundle", "frobnicate")
+    assert proc.returncode == EXIT_USAGE and "invalid choice" in proc.stderr
+    assert cli().returncode == EXIT_USAGE
+    help_text = cli("--help").stdout
+    assert "exit codes: 0 ok; 1 verification failed or differences found; 2 usage error; 3 file error" in help_text
+
+
+@needs_rtx
+def test_show(bundles):
+    proc = cli("bundle", "show", bundles[0])
+    assert proc.returncode == EXIT_OK, proc.stderr
+    out = proc.stdout
+    assert "config: mobilenet_v2 v1.2.3  precision typed" in out
+    assert "backend: tensorrt-rtx (" in out and "tensorrt_rtx 1.7.1.116" in out
+    assert "layers: 19 (" in out and "precisions: " in out and "golden: not checked" in out
+    doc = json.loads(cli("bundle", "show", "--json", bundles[0]).stdout)
+    assert doc["record_summary"]["layers"] == 19 and doc["config"]["pinned"]["name"] == "mobilenet_v2"
+
+
+@needs_rtx
+def test_diff_exit_codes_and_text(bundles):
+    same = cli("bundle", "diff", bundles[0], bundles[0])
+    assert same.returncode == EXIT_OK and same.stdout.rstrip().endswith("no differences")
+    proc = cli("bundle", "diff", *bundles)
+    assert proc.returncode == EXIT_FAILED
+    for expected in ("config: ", "pinned.profiles.0.input.max.0: 32 -> 64", "build: ", "engine_sha256: ",
+                     "record:", "fusions gained", "engine layers: 19 -> 20", "tactic changes"):
+        assert expected in proc.stdout, proc.stdout
+    masked = cli("bundle", "diff", "--mask-tactics", *bundles)
+    assert "tactic changes" not in masked.stdout
+    doc = json.loads(cli("bundle", "diff", "--json", *bundles).stdout)
+    assert doc["identical"] is False and doc["record"] is not None
+
+
+def test_log_parse_of_a_real_log():
+    proc = cli("log", "parse", LOG)
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert proc.stdout.startswith(f"log: {LOG}\nrecord: tensorrt-log")
+    assert "fusions: " in proc.stdout and "  fused: " in proc.stdout
+    doc = json.loads(cli("log", "parse", "--json", LOG).stdout)
+    assert doc["summary"]["layers"] == len(doc["record"]["layers"]) > 0
+
+
+def test_golden_show_delegates(monkeypatch, capsys, tmp_path):
+    path = tmp_path / "mnv2.h5"
+    path.write_bytes(b"x")
+    module = types.ModuleType("pytest_trt.golden.show")
+    module.golden_show = lambda p: f"golden file {p}: 1 snapshot\n"  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "pytest_trt.golden.show", module)
+    assert main(["golden", "show", str(path)]) == EXIT_OK
+    assert capsys.readouterr().out == f"golden file {path}: 1 snapshot\n"
+    assert main(["golden", "show", "--json", str(path)]) == EXIT_OK
+    assert json.loads(capsys.readouterr().out) == {"file": str(path), "text": f"golden file {path}: 1 snapshot\n"}
