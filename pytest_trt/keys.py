@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -13,3 +14,7 @@ if TYPE_CHECKING:
 PROVIDER = pytest.StashKey["EngineProvider"]()
 #: item.stash: engines a test used, in order of first use
 ITEM_ENGINES = pytest.StashKey["list[Engine]"]()
+#: item.stash: golden verdicts of the test, one mapping per check, each with at least
+#: ``config_hash`` (the engine's) and ``verdict`` ("pass", "updated", "fail", "missing",
+#: "tainted"); the rest is JSON-able and goes into the bundle's golden.json.
+GOLDEN_VERDICTS = pytest.StashKey["list[Mapping[str, Any]]"]()

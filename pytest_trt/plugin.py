@@ -116,11 +116,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     from pytest_trt.current import begin_test, end_test
 
+    from pytest_trt.errors import EngineNotRunnable
+
     token = begin_test(item.stash.setdefault(ITEM_ENGINES, []))
     try:
         return (yield)
+    except EngineNotRunnable as exc:
+        # The engine was built but this machine cannot execute it (no GPU, unsupported
+        # compute capability): the test cannot run here, which is a skip, not a failure.
+        # Nothing substitutes another backend's outputs.
+        skip, failure = exc.message, None
+    except TrtError as exc:
+        # A user-fixable problem (missing golden, bad inputs, ...): its message says what
+        # to do; the plugin's internal frames would only hide it.
+        skip, failure = None, str(exc)
     finally:
         end_test(token)
+    if failure is not None:
+        pytest.fail(failure, pytrace=False)
+    pytest.skip(skip)
 
 
 def _provide(request: pytest.FixtureRequest, config: BuildConfig) -> Engine:

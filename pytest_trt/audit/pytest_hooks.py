@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_trt.keys import ITEM_ENGINES, PROVIDER
+from pytest_trt.keys import GOLDEN_VERDICTS, ITEM_ENGINES, PROVIDER
 
 if TYPE_CHECKING:
     from pytest_trt.audit.recorder import BundleRecorder, EngineAudit
@@ -32,10 +32,6 @@ SECTION = "trt audit"
 #: junit XML property names, in the order they are recorded per engine
 PROPERTIES = ("trt_bundle", "trt_bundle_sha256", "trt_config_hash", "trt_backend_version")
 
-#: item.stash: golden verdicts of the test, one mapping per check, each with at
-#: least ``config_hash`` (the engine's) and ``verdict`` ("pass", "fail", ...);
-#: the rest must be JSON-able and is stored in the bundle's golden.json.
-GOLDEN_VERDICTS = pytest.StashKey[list[Mapping[str, Any]]]()
 RECORDER = pytest.StashKey["BundleRecorder"]()
 _DONE = pytest.StashKey[bool]()
 _WORKER_BUNDLES = pytest.StashKey[list[dict[str, Any]]]()

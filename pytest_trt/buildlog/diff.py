@@ -49,9 +49,22 @@ class RecordDiff:
         """True when nothing but masked tactics (and timings, never compared) changed."""
         return not any(getattr(self, f.name) for f in fields(self) if f.name != "masked_tactic_changes")
 
+    @property
+    def has_structure_changes(self) -> bool:
+        """Fusions, precisions, layers or reformats changed: what a golden's structure check fails on.
+
+        Memory, warnings and versions are reported but are not structure: a
+        new allocator estimate must not fail a check whose engine is the same.
+        """
+        return bool(
+            self.fusions_gained or self.fusions_lost or self.precision_changes or self.layers_added
+            or self.layers_removed or self.layer_count or self.reformat_count
+        )
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["is_empty"] = self.is_empty
+        d["has_structure_changes"] = self.has_structure_changes
         return d
 
     def render(self, *, limit: int = 10) -> str:

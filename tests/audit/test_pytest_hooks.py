@@ -16,7 +16,7 @@ from tests.conftest import needs_rtx
 SUITE = """
 import pytest
 from pytest_trt import BuildConfig, Profile
-from pytest_trt.audit.pytest_hooks import GOLDEN_VERDICTS
+from pytest_trt.keys import GOLDEN_VERDICTS
 
 CFG = BuildConfig(name="cbr", version="1.0", onnx={onnx!r},
                   profiles=[Profile(input=((1, 3, 16, 16), (2, 3, 16, 16), (4, 3, 16, 16)))])

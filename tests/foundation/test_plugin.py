@@ -162,3 +162,22 @@ def test_loading_the_plugin_imports_no_heavy_library():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_running_an_rtx_engine_without_a_supported_gpu_skips_with_the_reason(suite):
+    from pytest_trt.backends.tensorrt import TensorRTBackend
+
+    if TensorRTBackend("tensorrt_rtx").not_runnable_reason() is None:
+        pytest.skip("this machine has a GPU that TensorRT-RTX supports")
+    suite.makepyfile(test_run="""
+        import numpy as np
+        import pytest
+        from test_model import CFG
+        @pytest.mark.trt(CFG)
+        def test_run(trt_engine):
+            trt_engine.run({"input": np.zeros((1, 3, 16, 16), np.float32)})
+            raise AssertionError("unreachable: the engine cannot run here")
+    """)
+    result = suite.runpytest_subprocess("--trt-engine-build", "-rs", "-p", "no:cacheprovider", "test_run.py")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*cannot run tensorrt-rtx engine 'cbr' here: *engines need an NVIDIA GPU to run*"])

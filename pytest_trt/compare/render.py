@@ -1,0 +1,101 @@
+"""Failure and summary text for golden comparisons.
+
+One message per failing check: a header naming the golden, every breached
+threshold as a ``[REGRESSION]`` line (the seed incident's form), a capped
+per-output table, and the exact command that refreshes the golden.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from pytest_trt.compare.verdict import Breach, OutputMetrics, num, pct
+from pytest_trt.golden.options import APPROVE_OPTION, ENGINE_BUILD_OPTION, UPDATE_OPTION
+
+MAX_BREACH_LINES = 30
+MAX_TABLE_ROWS = 12
+
+
+def update_command(nodeid: str | None = None, reason: str = "REASON") -> str:
+    """The command that writes an approved snapshot (for ``nodeid`` when known)."""
+    target = f"{nodeid} " if nodeid else ""
+    return f'pytest {target}{ENGINE_BUILD_OPTION} {UPDATE_OPTION} {APPROVE_OPTION} "{reason}"'
+
+
+def _cap(lines: Sequence[str], limit: int, what: str) -> list[str]:
+    if len(lines) <= limit:
+        return list(lines)
+    return [*lines[:limit], f"... {len(lines) - limit} more {what} not shown"]
+
+
+def _opt(x: float | None, fmt: str = "num") -> str:
+    if x is None:
+        return "-"
+    return pct(x) if fmt == "pct" else num(x)
+
+
+def metrics_table(metrics: Sequence[OutputMetrics]) -> list[str]:
+    """Aligned per-output figures, at most :data:`MAX_TABLE_ROWS` rows."""
+    header = ("output", "samples", "max_abs", "max_rel", "l2_delta", "cosine", "top1_agree", "accuracy")
+    rows = [header]
+    for m in metrics[:MAX_TABLE_ROWS]:
+        e = m.elements
+        acc = "-" if m.accuracy is None else f"{_opt(m.golden_accuracy, 'pct')} -> {pct(m.accuracy)}"
+        rows.append((m.name, str(m.samples), num(e.max_abs), num(e.max_rel), num(e.l2_delta),
+                     f"{e.cosine:.6f}", _opt(m.top1_agreement, "pct"), acc))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    if len(metrics) > MAX_TABLE_ROWS:
+        lines.append(f"  ... {len(metrics) - MAX_TABLE_ROWS} more outputs not shown")
+    return lines
+
+
+def tag_table(metrics: Sequence[OutputMetrics]) -> list[str]:
+    lines = []
+    for m in metrics:
+        for t in m.tags:
+            acc = "" if t.accuracy is None else f", accuracy {_opt(t.golden_accuracy, 'pct')} -> {pct(t.accuracy)}"
+            lines.append(f"  {m.name}[tag={t.tag}]: {t.count} samples, top-1 agreement {pct(t.agreement)}{acc}")
+    return _cap(lines, MAX_TABLE_ROWS, "tag rows")
+
+
+def render_regression(
+    *,
+    golden: str,
+    breaches: Sequence[Breach],
+    metrics: Sequence[OutputMetrics],
+    structure: str | None = None,
+    problems: Sequence[str] = (),
+    nodeid: str | None = None,
+) -> str:
+    """The one failure message of a check: problems, breaches, tables, next step."""
+    lines = [f"golden check failed: {golden}"]
+    lines += [f"[GOLDEN] {p}" for p in problems]
+    lines += _cap([b.line() for b in breaches], MAX_BREACH_LINES, "breached thresholds")
+    if structure:
+        lines.append("[STRUCTURE] the engine's structure differs from the golden's:")
+        lines += ["  " + s for s in _cap(structure.splitlines(), MAX_BREACH_LINES, "structure lines")]
+    if metrics:
+        lines.append("Per-output figures (obtained vs golden):")
+        lines += metrics_table(metrics)
+        lines += tag_table(metrics)
+    lines.append("If this change is expected and approved, refresh the golden with a recorded reason:")
+    lines.append("  " + update_command(nodeid))
+    return "\n".join(lines)
+
+
+def render_deltas(label: str, deltas: Mapping[str, OutputMetrics]) -> list[str]:
+    """One line per output of what an approved refresh changed (old snapshot -> new)."""
+    if not deltas:
+        return [f"{label}: new snapshot (no previous generation to compare)"]
+    out = []
+    for name, m in deltas.items():
+        e = m.elements
+        parts = [f"L2 delta {num(e.l2_delta)}", f"max abs {num(e.max_abs)}", f"cosine {e.cosine:.6f}"]
+        if m.top1_agreement is not None:
+            parts.append(f"top-1 agreement {pct(m.top1_agreement)}")
+        if m.accuracy is not None and m.golden_accuracy is not None:
+            change = pct(m.accuracy_drop or 0.0, signed=True)
+            parts.append(f"accuracy {pct(m.golden_accuracy)} -> {pct(m.accuracy)} ({change})")
+        out.append(f"{label}: {name}: " + ", ".join(parts))
+    return out

@@ -1,0 +1,116 @@
+"""Atomic, serialized updates of one golden file.
+
+HDF5 has no transactions: a writer killed mid-write leaves a file h5py may
+refuse to open.  So an update never touches the real file.  Under a per-file
+lock (``<file>.lock``; any number of xdist workers may try at once) it copies
+the file to a temporary sibling, changes the copy, fsyncs it and ``os.replace``s
+it over the original, which is atomic on POSIX and Windows within one folder.
+Readers holding the old file keep reading the old inode.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import h5py
+from filelock import FileLock, Timeout
+
+from pytest_trt.errors import GoldenError
+from pytest_trt.golden import store
+
+#: seconds to sleep after the temp file is complete and before it replaces the
+#: original; lets a test kill -9 the writer at the worst moment
+PAUSE_ENV = "PYTEST_TRT_GOLDEN_PAUSE_BEFORE_REPLACE"
+LOCK_TIMEOUT_S = 600.0
+
+
+def lock_path(path: Path) -> Path:
+    return path.with_name(path.name + ".lock")
+
+
+def _temp_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_dir(folder: Path) -> None:
+    # The rename itself must reach the disk, or a power cut can resurrect the old name.
+    if os.name != "posix":
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove_stale_temps(path: Path) -> None:
+    # We hold the lock, so any temp file left is from a writer that died.
+    for stale in path.parent.glob(f".{path.name}.tmp-*"):
+        stale.unlink(missing_ok=True)
+
+
+@contextmanager
+def locked(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    """Hold the per-file lock of ``path`` (raises GoldenError naming the lock on timeout)."""
+    try:
+        with FileLock(str(lock_path(path)), timeout=timeout):
+            yield
+    except Timeout:
+        raise GoldenError(
+            f"could not lock {path} within {timeout:.0f} s: another process is updating it; "
+            f"if none is, remove {lock_path(path)}",
+            path=str(path),
+        ) from None
+
+
+@contextmanager
+def update(path: str | Path, *, timeout: float = LOCK_TIMEOUT_S) -> Iterator[h5py.File]:
+    """Yield a writable copy of the golden file ``path``; on clean exit it replaces the original.
+
+    A new file is created when ``path`` does not exist.  On any exception
+    (or a kill) the original is left as it was.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with locked(path, timeout):
+        _remove_stale_temps(path)
+        tmp = _temp_path(path)
+        try:
+            exists = path.exists()
+            if exists:
+                shutil.copyfile(path, tmp)
+            with store.guard(path):
+                f = h5py.File(tmp, "r+" if exists else "w-")
+            try:
+                if not exists:
+                    store.init_file(f)
+                else:
+                    with store.guard(path):
+                        store.validate(f, path)  # before anything is written
+                yield f
+            finally:
+                f.close()
+            _fsync_file(tmp)
+            pause = float(os.environ.get(PAUSE_ENV, "0") or 0)
+            if pause > 0:
+                print(f"pytest-trt: {tmp} complete, pausing {pause:g} s before replacing {path}",
+                      file=sys.stderr, flush=True)
+                time.sleep(pause)
+            os.replace(tmp, path)
+            _fsync_dir(path.parent)
+        finally:
+            tmp.unlink(missing_ok=True)

@@ -1,0 +1,142 @@
+"""The golden dataset: named inputs with N samples, optional labels and tags.
+
+A golden dataset is curated (representative samples, edge cases, past
+misclassifications), so it is validated hard on construction: every input has
+the same N, labels are N integers, tags are N strings.  Helpers build one from
+arrays or from a folder of ``.npy`` / ``.npz`` files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from pytest_trt.errors import GoldenError
+
+LABELS_KEY = "labels"
+TAGS_KEY = "tags"
+
+
+def _check_name(name: str) -> str:
+    # HDF5 paths use '/', and '.' alone would alias the group itself
+    if not isinstance(name, str) or not name or "/" in name or name in (".", ".."):
+        raise GoldenError(f"golden dataset: input name {name!r} must be a non-empty string without '/'")
+    return name
+
+
+@dataclass(frozen=True, eq=False)
+class GoldenDataset:
+    """Inputs ``{name: (N, ...)}``, optional ``labels`` ``(N,)`` ints, optional ``tags`` (N strings).
+
+    A tag string may hold several comma-separated tags (``"edge,past-error"``);
+    ``""`` means none.
+    """
+
+    inputs: Mapping[str, np.ndarray]
+    labels: np.ndarray | None = None
+    tags: tuple[str, ...] | None = None
+    _n: int = field(default=0, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.inputs:
+            raise GoldenError("golden dataset: give at least one named input")
+        arrays = {_check_name(k): np.asarray(v) for k, v in sorted(self.inputs.items())}
+        sizes = {k: (v.shape[0] if v.ndim else None) for k, v in arrays.items()}
+        if None in sizes.values() or len(set(sizes.values())) != 1:
+            raise GoldenError(
+                "golden dataset: every input needs the same number of samples on axis 0; got "
+                + ", ".join(f"{k}: {v.shape}" for k, v in arrays.items())
+            )
+        n = next(iter(sizes.values()))
+        if n == 0:
+            raise GoldenError("golden dataset: inputs hold no samples")
+        object.__setattr__(self, "inputs", arrays)
+        object.__setattr__(self, "_n", int(n or 0))
+        if self.labels is not None:
+            labels = np.asarray(self.labels)
+            if labels.ndim != 1 or labels.shape[0] != n:
+                raise GoldenError(f"golden dataset: labels have shape {labels.shape}; expected ({n},), one per sample")
+            if not np.issubdtype(labels.dtype, np.integer):
+                raise GoldenError(f"golden dataset: labels must be integers (class indices), got dtype {labels.dtype}")
+            object.__setattr__(self, "labels", labels.astype(np.int64))
+        if self.tags is not None:
+            tags = tuple(str(t) for t in self.tags)
+            if len(tags) != n:
+                raise GoldenError(f"golden dataset: {len(tags)} tags for {n} samples; give one tag string per sample")
+            object.__setattr__(self, "tags", tags)
+
+    @property
+    def n(self) -> int:
+        """Number of samples."""
+        return self._n
+
+    def digest(self) -> str:
+        """sha256 over names, dtypes, shapes and bytes of inputs, labels and tags."""
+        return dataset_digest(
+            ((k, v) for k, v in self.inputs.items()), self.labels, self.tags
+        )
+
+    @classmethod
+    def from_arrays(
+        cls,
+        inputs: Mapping[str, np.ndarray],
+        labels: Sequence[int] | np.ndarray | None = None,
+        tags: Sequence[str] | None = None,
+    ) -> GoldenDataset:
+        """Build a dataset from in-memory arrays (copies nothing it need not)."""
+        return cls(dict(inputs), None if labels is None else np.asarray(labels), None if tags is None else tuple(tags))
+
+    @classmethod
+    def from_directory(cls, folder: str | Path) -> GoldenDataset:
+        """Build a dataset from ``folder``.
+
+        * ``<input>.npy``: all N samples of input ``<input>``;
+        * ``*.npz``: batches, concatenated in file-name order; keys are input
+          names, plus optional ``labels`` and ``tags``;
+        * ``labels.npy``: N integer labels; ``tags.txt``: one tag string per line.
+        """
+        folder = Path(folder)
+        if not folder.is_dir():
+            raise GoldenError(f"golden dataset folder {str(folder)!r} does not exist")
+        parts: dict[str, list[np.ndarray]] = {}
+        for path in sorted(folder.glob("*.npz")):
+            with np.load(path, allow_pickle=False) as npz:
+                for key in npz.files:
+                    parts.setdefault(key, []).append(npz[key])
+        for path in sorted(folder.glob("*.npy")):
+            parts.setdefault(path.stem, []).append(np.load(path, allow_pickle=False))
+        joined = {k: np.concatenate(v, axis=0) if len(v) > 1 else v[0] for k, v in parts.items()}
+        labels = joined.pop(LABELS_KEY, None)
+        tag_arr = joined.pop(TAGS_KEY, None)
+        tags: tuple[str, ...] | None = None if tag_arr is None else tuple(str(t) for t in tag_arr)
+        tags_txt = folder / "tags.txt"
+        if tags_txt.is_file():
+            tags = tuple(tags_txt.read_text(encoding="utf-8").splitlines())
+        if not joined:
+            raise GoldenError(f"golden dataset folder {str(folder)!r} holds no .npy or .npz input arrays")
+        return cls(joined, labels, tags)
+
+
+def dataset_digest(
+    inputs: Iterable[tuple[str, np.ndarray]], labels: np.ndarray | None, tags: Sequence[str] | None
+) -> str:
+    """The digest :meth:`GoldenDataset.digest` and the store compute alike.
+
+    Inputs may be h5py datasets: they are hashed in slabs of samples, never loaded whole.
+    """
+    h = hashlib.sha256()
+    for name, arr in inputs:
+        h.update(json.dumps([name, np.dtype(arr.dtype).str, list(arr.shape)]).encode())
+        step = max(1, (16 << 20) // max(1, int(np.prod(arr.shape[1:], dtype=np.int64)) * arr.dtype.itemsize))
+        for start in range(0, arr.shape[0], step):
+            h.update(np.ascontiguousarray(arr[start : start + step]).tobytes())
+    if labels is not None:
+        h.update(b"labels\0" + np.ascontiguousarray(labels, dtype="<i8").tobytes())
+    if tags is not None:
+        h.update(b"tags\0" + json.dumps(list(tags)).encode())
+    return h.hexdigest()

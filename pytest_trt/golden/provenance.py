@@ -1,0 +1,110 @@
+"""Where a snapshot came from, and which differences make it *tainted*.
+
+A snapshot made by another backend version, on another device, from another
+config (which hashes the ONNX bytes too) or on another golden dataset does
+not describe the engine under test; comparing against it would hide or
+invent regressions, so such a snapshot must be refreshed with approval.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+#: fields that must match for a snapshot to be used; the others are informational
+TAINT_FIELDS = ("backend", "backend_version", "device", "config_hash", "onnx_sha256", "dataset_sha256")
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Identity of a snapshot.  ``device`` is canonical JSON so it compares as text."""
+
+    backend: str
+    backend_version: str
+    device: str
+    config_hash: str
+    onnx_sha256: str
+    dataset_sha256: str
+    plugin_version: str
+    created: str  # ISO 8601, UTC
+    git_commit: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Provenance:
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+    def tainted_fields(self, current: Provenance) -> tuple[str, ...]:
+        """The :data:`TAINT_FIELDS` whose values differ; unknown ("") current values are skipped."""
+        return tuple(
+            f for f in TAINT_FIELDS if getattr(current, f) != "" and getattr(self, f) != getattr(current, f)
+        )
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def plugin_version() -> str:
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        return version("pytest-trt")
+    except PackageNotFoundError:  # running from a source checkout
+        return "0+unknown"
+
+
+def git_commit(cwd: Path) -> str | None:
+    """HEAD of the repository holding ``cwd``, with ``+dirty`` when the tree has changes."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10)
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+                               capture_output=True, text=True, timeout=10)
+        return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def canonical_device(device: Any) -> str:
+    return json.dumps(device, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def from_engine(engine: Any, *, dataset_sha256: str, cwd: Path | None, created: str | None = None) -> Provenance:
+    """Provenance of ``engine`` (a :class:`~pytest_trt.golden.workflow.EngineLike`); git only with ``cwd``."""
+    result = engine.result
+    versions = dict(getattr(result, "versions", {}) or {})
+    return Provenance(
+        backend=str(getattr(result, "backend", None) or engine.backend_name),
+        backend_version=str(versions.get("backend", "")),
+        device=canonical_device(getattr(result, "device", {})),
+        config_hash=str(result.config_hash),
+        onnx_sha256=str(result.onnx_sha256),
+        dataset_sha256=dataset_sha256,
+        plugin_version=plugin_version(),
+        created=created or utc_now(),
+        git_commit=git_commit(cwd) if cwd is not None else None,
+    )
+
+
+def from_outputs(config: Any, *, dataset_sha256: str, cwd: Path | None, created: str | None = None) -> Provenance:
+    """Provenance when only outputs are given: backend and device are unknown ("")."""
+    return Provenance(
+        backend="",
+        backend_version="",
+        device="",
+        config_hash=str(config.config_hash) if config is not None else "",
+        onnx_sha256=str(config.onnx_sha256) if config is not None else "",
+        dataset_sha256=dataset_sha256,
+        plugin_version=plugin_version(),
+        created=created or utc_now(),
+        git_commit=git_commit(cwd) if cwd is not None else None,
+    )

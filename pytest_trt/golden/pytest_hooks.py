@@ -1,0 +1,166 @@
+"""pytest hooks of the golden workflow: options, ini keys, the ``trt_golden`` fixture, a summary.
+
+Listed in ``pytest_trt.plugin.pytest_plugins``.  Thin on purpose: decisions
+live in :mod:`pytest_trt.golden.workflow`, imported only when a test asks for
+the fixture, so loading the plugin never imports h5py or numpy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_trt.compare.thresholds import Thresholds, parse_ini_value, threshold_names
+from pytest_trt.errors import GoldenError
+from pytest_trt.keys import GOLDEN_VERDICTS
+from pytest_trt.golden.options import (
+    APPROVE_OPTION,
+    ENGINE_BUILD_OPTION,
+    ENGINE_FIXTURE,
+    GOLDEN_DIR_DEFAULT,
+    GOLDEN_DIR_INI,
+    GOLDEN_DIR_OPTION,
+    MARKER,
+    REFRESHED_PROPERTY,
+    THRESHOLD_INI_PREFIX,
+    UPDATE_OPTION,
+)
+
+if TYPE_CHECKING:
+    from pytest_trt.golden.workflow import GoldenCheck, GoldenSettings
+
+__all__ = [
+    "APPROVE_OPTION", "ENGINE_BUILD_OPTION", "GOLDEN_DIR_INI", "GOLDEN_DIR_OPTION", "REFRESHED_PROPERTY",
+    "THRESHOLD_INI_PREFIX", "UPDATE_OPTION", "trt_golden",
+]
+
+
+@dataclass
+class _State:
+    golden_dir: Path
+    update: bool
+    approve: str | None
+    defaults: dict[str, Any]
+    rootdir: Path
+    refreshed: list[tuple[str, str]] = field(default_factory=list)
+    settings: GoldenSettings | None = None
+
+
+_STATE = pytest.StashKey[_State]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("trt", "TensorRT engine regression testing")
+    group.addoption(GOLDEN_DIR_OPTION, dest="trt_golden_dir", metavar="DIR", default=None,
+                    help=f"folder of golden HDF5 files, one per model (default: ini {GOLDEN_DIR_INI} or "
+                         f"'{GOLDEN_DIR_DEFAULT}').")
+    group.addoption(UPDATE_OPTION, dest="trt_update_golden", action="store_true", default=False,
+                    help=f"write new golden snapshots instead of comparing; needs {APPROVE_OPTION}.")
+    group.addoption(APPROVE_OPTION, dest="trt_approve", metavar="REASON", default=None,
+                    help=f"reason recorded with every snapshot written by {UPDATE_OPTION} "
+                         "(e.g. 'TRT 10.13 upgrade, CR-1234').")
+    parser.addini(GOLDEN_DIR_INI, type="string", default=GOLDEN_DIR_DEFAULT,
+                  help="folder of golden HDF5 files, relative to the ini file.")
+    defaults = Thresholds()
+    for name in threshold_names():
+        parser.addini(f"{THRESHOLD_INI_PREFIX}{name}", type="string", default=str(getattr(defaults, name)),
+                      help=f"default golden threshold {name} ('none' switches it off).")
+
+
+def _golden_dir(config: pytest.Config) -> Path:
+    given = config.getoption("trt_golden_dir")
+    if given:
+        return (Path(config.invocation_params.dir) / str(given)).resolve()
+    base = config.inipath.parent if config.inipath else config.rootpath
+    return (base / str(config.getini(GOLDEN_DIR_INI))).resolve()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    update, approve = config.getoption("trt_update_golden"), config.getoption("trt_approve")
+    if update and not (approve and approve.strip()):
+        raise pytest.UsageError(
+            f"{UPDATE_OPTION} writes approved goldens only: add {APPROVE_OPTION} \"REASON\" "
+            f"(e.g. {APPROVE_OPTION} \"TRT 10.13 upgrade, CR-1234\")"
+        )
+    if approve and not update:
+        raise pytest.UsageError(f"{APPROVE_OPTION} is used only with {UPDATE_OPTION}; add it, or drop {APPROVE_OPTION}")
+    defaults: dict[str, Any] = {}
+    for name in threshold_names():
+        try:
+            defaults[name] = parse_ini_value(name, str(config.getini(f"{THRESHOLD_INI_PREFIX}{name}")))
+        except GoldenError as exc:
+            raise pytest.UsageError(exc.message) from None
+    state = _State(_golden_dir(config), bool(update), approve, defaults, config.rootpath)
+    config.stash[_STATE] = state
+    if update:
+        config.pluginmanager.register(_RefreshSummary(state), "trt-golden-refresh-summary")
+
+
+def _settings(state: _State) -> GoldenSettings:
+    if state.settings is None:
+        from pytest_trt.compare.thresholds import ThresholdSet
+        from pytest_trt.golden.workflow import GoldenSettings
+
+        state.settings = GoldenSettings(
+            golden_dir=state.golden_dir, update=state.update, approve=state.approve,
+            thresholds=ThresholdSet(Thresholds(**state.defaults)), rootdir=state.rootdir,
+        )
+    return state.settings
+
+
+def _marker_config(request: pytest.FixtureRequest) -> Any:
+    marker = request.node.get_closest_marker(MARKER)
+    config = (marker.args[0] if marker.args else marker.kwargs.get("config")) if marker else None
+    if config is None or not hasattr(config, "name"):
+        raise GoldenError(f"{request.node.nodeid}: check(outputs) needs @pytest.mark.{MARKER}(config) on the test")
+    return config
+
+
+@pytest.fixture
+def trt_golden(request: pytest.FixtureRequest) -> GoldenCheck:
+    """Golden snapshot check of the test's engine: ``trt_golden.check(trt_engine, l2_delta=0.05)``."""
+    from pytest_trt.golden.workflow import GoldenCheck
+
+    state = request.config.stash[_STATE]
+    node = request.node
+
+    def on_update(result: Any) -> None:
+        # user_properties travel from xdist workers to the controller with the report
+        node.user_properties.append((REFRESHED_PROPERTY, "\n".join(result.summary_lines())))
+
+    return GoldenCheck(
+        _settings(state),
+        engine_provider=lambda: request.getfixturevalue(ENGINE_FIXTURE),
+        config_provider=lambda: _marker_config(request),
+        nodeid=node.nodeid,
+        on_update=on_update,
+        on_verdict=node.stash.setdefault(GOLDEN_VERDICTS, []).append,
+    )
+
+
+class _RefreshSummary:
+    """Collects refreshed-golden lines from reports (also those of xdist workers) for the summary."""
+
+    def __init__(self, state: _State) -> None:
+        self.state = state
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call":
+            self.state.refreshed += [(report.nodeid, str(v)) for k, v in report.user_properties
+                                     if k == REFRESHED_PROPERTY]
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        state, write = self.state, terminalreporter.write_line
+        terminalreporter.section("trt goldens refreshed")
+        if not state.refreshed:
+            write(f"no golden was refreshed (approval: {state.approve!r})")
+            return
+        write(f"approval: {state.approve!r}; what each refresh changed (new vs previous generation):")
+        for nodeid, text in state.refreshed:
+            write(nodeid)
+            for line in text.splitlines():
+                write(f"  {line}")
+        write(f"approvals recorded in {state.golden_dir / 'APPROVALS.jsonl'}")

@@ -1,0 +1,267 @@
+"""The golden HDF5 file: layout, a read-only view, and the writers used inside an update.
+
+One file per model, ``<golden_dir>/<config.name>.h5``::
+
+    /                      attrs format, schema
+    /dataset               attrs samples, sha256
+    /dataset/inputs/<name> (N, ...)          gzip + shuffle (inputs are images, tokens: they compress)
+    /dataset/labels        (N,) int64        optional
+    /dataset/tags          (N,) utf-8        optional, "" = no tag, commas separate several
+    /snapshots/<config>    attrs generation, provenance (JSON), baselines (JSON)
+        outputs/<name>     (N, ...)          lzf (outputs are noisy floats: gzip costs 8x the read time for ~10%)
+        record             uint8 JSON bytes  the normalized BuildRecord
+    /history/<config>/gen-<NNNN>             earlier snapshots, moved here unchanged
+    /approvals             (K,) utf-8 JSON   one approval record per refresh
+
+Every dataset is chunked and created with ``track_times=False`` and every
+attribute is written in a fixed order, so identical content gives identical
+bytes.  h5py is imported here only; the pytest hook module never imports this.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import h5py
+import numpy as np
+
+from pytest_trt.compare.render import update_command
+from pytest_trt.errors import GoldenCorrupt, GoldenError
+from pytest_trt.golden.dataset import GoldenDataset, dataset_digest
+from pytest_trt.golden.provenance import Provenance
+
+FORMAT = "pytest-trt-golden"
+SCHEMA = 1
+CHUNK_BYTES = 1 << 20
+INPUT_FILTERS: dict[str, Any] = {"compression": "gzip", "compression_opts": 4, "shuffle": True}
+OUTPUT_FILTERS: dict[str, Any] = {"compression": "lzf"}
+_STR = h5py.string_dtype("utf-8")
+
+
+def corrupt_error(path: Path, exc: BaseException) -> GoldenCorrupt:
+    return GoldenCorrupt(
+        f"golden file {path} cannot be read ({type(exc).__name__}: {exc}); it is corrupt or truncated and was "
+        f"left untouched. Restore it from version control (git checkout -- {path}), or move it away and "
+        f"recreate the golden dataset, then the snapshot with: {update_command()}",
+        path=str(path),
+    )
+
+
+@contextmanager
+def guard(path: Path) -> Iterator[None]:
+    """Turn h5py's errors on a damaged file (OSError, KeyError, ...) into :class:`GoldenCorrupt`."""
+    try:
+        yield
+    except GoldenError:
+        raise
+    except (OSError, KeyError, ValueError, RuntimeError, json.JSONDecodeError) as exc:
+        raise corrupt_error(path, exc) from exc
+
+
+def chunks_for(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...] | bool:
+    """Chunks of whole samples, about :data:`CHUNK_BYTES` each (the unit a batch reads)."""
+    if not shape or shape[0] == 0:
+        return True
+    row = int(np.prod(shape[1:], dtype=np.int64)) * itemsize
+    if row > 4 * CHUNK_BYTES:
+        return True  # one sample is larger than a sensible chunk: let h5py split it
+    return (max(1, min(shape[0], CHUNK_BYTES // max(row, 1))), *shape[1:])
+
+
+def create_array(group: h5py.Group, name: str, shape: tuple[int, ...], dtype: Any, filters: Mapping[str, Any],
+                 data: np.ndarray | None = None) -> h5py.Dataset:
+    dt = np.dtype(dtype) if dtype is not _STR else dtype
+    return group.create_dataset(name, shape=shape, dtype=dt, data=data, chunks=chunks_for(shape, dt.itemsize),
+                                track_times=False, **filters)
+
+
+def _json_attr(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class SnapshotView:
+    """One snapshot inside an open file: outputs stay on disk until sliced."""
+
+    config: str
+    generation: int
+    provenance: Provenance
+    baselines: dict[str, Any]
+    outputs: Mapping[str, h5py.Dataset]
+    group: h5py.Group
+
+    def record_json(self) -> str | None:
+        return bytes(self.group["record"][()]).decode("utf-8") if "record" in self.group else None
+
+
+def snapshot_view(config: str, group: h5py.Group) -> SnapshotView:
+    """A :class:`SnapshotView` of a snapshot group (current or history)."""
+    return SnapshotView(
+        config=config,
+        generation=int(group.attrs["generation"]),
+        provenance=Provenance.from_dict(json.loads(group.attrs["provenance"])),
+        baselines=json.loads(group.attrs["baselines"]),
+        outputs={k: v for k, v in group["outputs"].items()},
+        group=group,
+    )
+
+
+def validate(f: h5py.File, path: Path) -> None:
+    """Raise unless ``f`` is a golden file this version can read."""
+    if f.attrs.get("format") != FORMAT:
+        raise KeyError(f"attribute format is not {FORMAT!r}: not a pytest-trt golden file")
+    if int(f.attrs["schema"]) > SCHEMA:
+        raise GoldenError(f"golden file {path} has schema {f.attrs['schema']}, newer than "
+                          f"this pytest-trt reads ({SCHEMA}); upgrade pytest-trt", path=str(path))
+
+
+class GoldenFile:
+    """A golden file opened read-only: ``with GoldenFile(path) as g: g["config"].outputs["logits"]``."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._f: h5py.File | None = None
+
+    def __enter__(self) -> GoldenFile:
+        with guard(self.path):
+            self._f = h5py.File(self.path, "r")
+            try:
+                validate(self._f, self.path)
+            except BaseException:
+                self._f.close()
+                raise
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        if self._f is not None:
+            self._f.close()
+            self._f = None
+
+    @property
+    def h5(self) -> h5py.File:
+        if self._f is None:
+            raise RuntimeError("GoldenFile is not open; use it as a context manager")
+        return self._f
+
+    @property
+    def has_dataset(self) -> bool:
+        return "dataset" in self.h5
+
+    @property
+    def samples(self) -> int:
+        return int(self.h5["dataset"].attrs["samples"])
+
+    @property
+    def dataset_sha256(self) -> str:
+        return str(self.h5["dataset"].attrs["sha256"])
+
+    def inputs(self) -> Mapping[str, h5py.Dataset]:
+        return dict(self.h5["dataset/inputs"].items())
+
+    def labels(self) -> np.ndarray | None:
+        return self.h5["dataset/labels"][()] if "dataset/labels" in self.h5 else None
+
+    def tags(self) -> tuple[str, ...] | None:
+        if "dataset/tags" not in self.h5:
+            return None
+        return tuple(t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in self.h5["dataset/tags"][()])
+
+    def load_dataset(self) -> GoldenDataset:
+        """The whole dataset in memory (small curated sets; checks stream instead)."""
+        with guard(self.path):
+            return GoldenDataset({k: v[()] for k, v in self.inputs().items()}, self.labels(), self.tags())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.h5["snapshots"]) if "snapshots" in self.h5 else iter(())
+
+    def __contains__(self, config: object) -> bool:
+        return isinstance(config, str) and f"snapshots/{config}" in self.h5
+
+    def __getitem__(self, config: str) -> SnapshotView:
+        if config not in self:
+            raise KeyError(config)
+        with guard(self.path):
+            return snapshot_view(config, self.h5["snapshots"][config])
+
+    def history(self, config: str) -> tuple[SnapshotView, ...]:
+        """Earlier generations of ``config``, oldest first."""
+        if f"history/{config}" not in self.h5:
+            return ()
+        with guard(self.path):
+            group = self.h5["history"][config]
+            return tuple(snapshot_view(config, group[k]) for k in sorted(group))
+
+    def approvals(self) -> tuple[dict[str, Any], ...]:
+        if "approvals" not in self.h5:
+            return ()
+        with guard(self.path):
+            return tuple(json.loads(t) for t in self.h5["approvals"].asstr()[()])
+
+
+# -- writers: called on the temporary copy inside atomic.update() -------------
+
+def init_file(f: h5py.File) -> None:
+    f.attrs["format"] = FORMAT
+    f.attrs["schema"] = SCHEMA
+
+
+def write_dataset(f: h5py.File, dataset: GoldenDataset) -> None:
+    """Write (or replace) ``/dataset``; replacing leaves snapshots tainted by the new sha256."""
+    if "dataset" in f:
+        del f["dataset"]
+    group = f.create_group("dataset")
+    inputs = group.create_group("inputs")
+    for name, arr in dataset.inputs.items():
+        create_array(inputs, name, arr.shape, arr.dtype, INPUT_FILTERS, data=arr)
+    if dataset.labels is not None:
+        create_array(group, "labels", dataset.labels.shape, np.int64, INPUT_FILTERS, data=dataset.labels)
+    if dataset.tags is not None:
+        create_array(group, "tags", (dataset.n,), _STR, {"compression": "gzip"},
+                     data=np.array(dataset.tags, dtype=object))
+    group.attrs["samples"] = dataset.n
+    group.attrs["sha256"] = dataset_digest(inputs.items(), dataset.labels, dataset.tags)
+
+
+def begin_snapshot(f: h5py.File, config: str) -> tuple[h5py.Group, int]:
+    """Move the current snapshot of ``config`` to history; return a new group and its generation."""
+    snaps = f.require_group("snapshots")
+    generation = 1
+    if config in snaps:
+        old = snaps[config]
+        generation = int(old.attrs["generation"]) + 1
+        history = f.require_group("history").require_group(config)
+        f.move(old.name, f"{history.name}/gen-{generation - 1:04d}")
+    group = snaps.create_group(config)
+    group.create_group("outputs")
+    return group, generation
+
+
+def create_output(
+    group: h5py.Group, name: str, samples: int, sample_shape: tuple[int, ...], dtype: Any
+) -> h5py.Dataset:
+    return create_array(group["outputs"], name, (samples, *sample_shape), dtype, OUTPUT_FILTERS)
+
+
+def finish_snapshot(group: h5py.Group, *, generation: int, provenance: Provenance, baselines: Mapping[str, Any],
+                    record_json: str | None) -> None:
+    if record_json is not None:
+        data = np.frombuffer(record_json.encode("utf-8"), dtype=np.uint8)
+        create_array(group, "record", data.shape, np.uint8, {"compression": "gzip"}, data=data)
+    group.attrs["generation"] = generation
+    group.attrs["provenance"] = _json_attr(provenance.to_dict())
+    group.attrs["baselines"] = _json_attr(dict(baselines))
+
+
+def append_approval(f: h5py.File, record: Mapping[str, Any]) -> None:
+    text = _json_attr(dict(record))
+    if "approvals" not in f:
+        f.create_dataset("approvals", shape=(0,), maxshape=(None,), dtype=_STR, chunks=(64,), track_times=False)
+    ds = f["approvals"]
+    ds.resize((ds.shape[0] + 1,))
+    ds[-1] = text

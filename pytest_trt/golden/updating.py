@@ -1,0 +1,134 @@
+"""Update mode: write an approved snapshot atomically and record the approval.
+
+Runs under the file's lock on a temporary copy (see :mod:`pytest_trt.golden.atomic`):
+the previous snapshot moves to ``/history``, the engine's outputs stream into
+the new one while being compared with the previous generation, and the
+approval (with those deltas) is appended to the file and to APPROVALS.jsonl.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import h5py
+import numpy as np
+
+from pytest_trt.errors import GoldenError, GoldenMissing
+from pytest_trt.golden import atomic, provenance, store, structure
+from pytest_trt.golden.approvals import Approval, append_jsonl, approver
+from pytest_trt.golden.dataset import GoldenDataset, dataset_digest
+
+if TYPE_CHECKING:
+    from pytest_trt.golden.workflow import GoldenCheck, UpdateResult
+
+
+class _Sink:
+    """Writes output batches into the new snapshot group, creating datasets on the first batch."""
+
+    def __init__(self, group: h5py.Group, samples: int) -> None:
+        self.group, self.samples = group, samples
+
+    def __call__(self, start: int, outputs: Mapping[str, np.ndarray]) -> None:
+        for name, value in outputs.items():
+            arr = np.asarray(value)
+            if name not in self.group["outputs"]:
+                store.create_output(self.group, name, self.samples, tuple(arr.shape[1:]), arr.dtype)
+            self.group["outputs"][name][start : start + arr.shape[0]] = arr
+
+
+def _ensure_dataset(f: h5py.File, dataset: GoldenDataset | None, check: GoldenCheck, name: str) -> bool:
+    """Write ``dataset`` when the file lacks one or holds another; return whether it changed."""
+    if "dataset" not in f:
+        if dataset is None:
+            raise GoldenMissing(
+                f"no golden dataset for {name!r} in {check.path_for(name)}: pass "
+                "dataset=GoldenDataset.from_arrays(...) "
+                "(or from_directory / from_polygraphy) to check(), or write one with pytest_trt.golden.create_golden()",
+                path=str(check.path_for(name)),
+            )
+        store.write_dataset(f, dataset)
+        return True
+    if dataset is not None and dataset.digest() != str(f["dataset"].attrs["sha256"]):
+        store.write_dataset(f, dataset)  # approved replacement: every other snapshot becomes tainted
+        return True
+    return False
+
+
+def update(check: GoldenCheck, config: Any, engine: Any, outputs: Mapping[str, np.ndarray] | None, *,
+           dataset: GoldenDataset | None, batch_size: int | None) -> UpdateResult:
+    """Write the approved snapshot of ``config``; return what changed against the previous one."""
+    __tracebackhide__ = True
+    from pytest_trt.golden import workflow as wf
+
+    settings = check.settings
+    if not settings.approve:
+        raise GoldenError("updating a golden needs a reason: add --trt-approve \"REASON\"")
+    name = config.name
+    path = check.path_for(name)
+    label = f"golden {path.name} [{name}]"
+    with atomic.update(path) as f, store.guard(path):
+        dataset_changed = _ensure_dataset(f, dataset, check, name)
+        ds_group = f["dataset"]
+        samples, digest = int(ds_group.attrs["samples"]), str(ds_group.attrs["sha256"])
+        labels = ds_group["labels"][()] if "labels" in ds_group else None
+        tags = tuple(ds_group["tags"].asstr()[()]) if "tags" in ds_group else None
+        old = store.snapshot_view(name, f["snapshots"][name]) if f"snapshots/{name}" in f else None
+        old_prov, old_record = (old.provenance, old.record_json()) if old else (None, None)
+        old_baselines = dict(old.baselines) if old else {}
+        group, generation = store.begin_snapshot(f, name)
+        compare_old = old is not None and not dataset_changed
+        old_outputs = dict(f[f"history/{name}/gen-{generation - 1:04d}/outputs"].items()) if compare_old else {}
+        streams = wf.pre_streams(old_outputs, old_baselines, strict=False)
+        wf.feed(check, engine, outputs, dict(ds_group["inputs"].items()), samples, batch_size, streams,
+                golden_outputs=None, label=label, sink=_Sink(group, samples))
+        deltas = {n: s.result(samples, labels, tags, wf.baseline_of(old_baselines, n))
+                  for n, s in streams.items() if s.golden is not None}
+        baselines = {n: s.baseline(labels, tags) for n, s in streams.items()}
+        new_prov = (provenance.from_engine(engine, dataset_sha256=digest, cwd=settings.rootdir) if engine is not None
+                    else provenance.from_outputs(config, dataset_sha256=digest, cwd=settings.rootdir))
+        record_json = structure.normalized_json(engine.record) if engine is not None else None
+        diff = None
+        if old_record is not None and record_json is not None:
+            diff = structure.diff(structure.load_normalized(old_record), structure.load_normalized(record_json))
+        approval = Approval(
+            time=provenance.utc_now(), approver=approver(settings.rootdir), reason=settings.approve,
+            file=path.name, config=name, generation=generation,
+            old_provenance=old_prov.to_dict() if old_prov else None, new_provenance=new_prov.to_dict(),
+            deltas={n: m.to_dict() for n, m in deltas.items()},
+            structure=None if diff is None else diff.to_dict(), test=check.nodeid,
+        )
+        store.finish_snapshot(group, generation=generation, provenance=new_prov, baselines=baselines,
+                              record_json=record_json)
+        store.append_approval(f, approval.to_dict())
+    append_jsonl(settings.golden_dir, json.loads(json.dumps(approval.to_dict(), default=_jsonable)))
+    structure_text = None if diff is None or diff.is_empty else diff.render()
+    return wf.UpdateResult(name, path, generation, deltas, structure_text, approval)
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return str(obj)
+
+
+def create_golden(path: str, dataset: GoldenDataset) -> None:
+    """Create a golden file holding only ``dataset`` (snapshots come from an approved update).
+
+    Refuses to replace a different dataset in an existing file: that is an
+    approved act, done through ``check(dataset=...)`` in update mode.
+    """
+    from pathlib import Path
+
+    target = Path(path)
+    with atomic.update(target) as f, store.guard(target):
+        if "dataset" in f:
+            held = str(f["dataset"].attrs["sha256"])
+            if held != dataset_digest(dataset.inputs.items(), dataset.labels, dataset.tags):
+                raise GoldenError(
+                    f"{target} already holds a different golden dataset; replace it through an approved update "
+                    "(check(dataset=...) with --trt-update-golden --trt-approve \"REASON\")", path=str(target),
+                )
+            return
+        store.write_dataset(f, dataset)

@@ -1,0 +1,95 @@
+"""A real ONNX Runtime session behind the golden engine protocol, for the golden tests.
+
+The real ORT backend is another module; this adapter is the smallest object
+that satisfies :class:`pytest_trt.golden.workflow.EngineLike`, so these tests
+exercise real inference, real HDF5 files and real subprocesses.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+from pytest_trt.backends.base import TensorSpec
+from pytest_trt.buildlog.record import BuildRecord, Layer
+from pytest_trt.config import BuildConfig
+from pytest_trt.result import BuildResult
+
+FEATURES, CLASSES = 8, 5
+
+SEPARATE = (
+    Layer("conv_dw", "Convolution", origins=("conv_dw",), precision="Int8", tactic="0x11"),
+    Layer("relu6", "Activation", origins=("relu6",), precision="Int8", tactic="0x22"),
+    Layer("fc", "Gemm", origins=("fc",), precision="Float", tactic="0x33"),
+)
+FUSED = (
+    Layer("conv_dw + relu6", "CaskConvolution", origins=("conv_dw", "relu6"), precision="Int8", tactic="0x99"),
+    Layer("fc", "Gemm", origins=("fc",), precision="Float", tactic="0x44"),
+)
+
+
+def write_model(path: Path, *, seed: int = 0, scale: float = 1.0) -> Path:
+    """x (N, 8) float32 -> logits (N, 5) = relu(x @ W1) @ W2 * scale, plus an ArgMax output."""
+    rng = np.random.default_rng(seed)
+    w1 = rng.standard_normal((FEATURES, 16)).astype(np.float32)
+    w2 = (rng.standard_normal((16, CLASSES)) * scale).astype(np.float32)
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["h"], name="conv_dw"),
+        helper.make_node("Relu", ["h"], ["hr"], name="relu6"),
+        helper.make_node("MatMul", ["hr", "w2"], ["logits"], name="fc"),
+        helper.make_node("ArgMax", ["logits"], ["pred"], name="argmax", axis=1, keepdims=0),
+    ]
+    graph = helper.make_graph(
+        nodes, "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", FEATURES])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", CLASSES]),
+         helper.make_tensor_value_info("pred", TensorProto.INT64, ["N"])],
+        [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+class OrtEngine:
+    """An ONNX Runtime session wrapped in the engine protocol; run() splits batches over the profile max."""
+
+    def __init__(self, config: BuildConfig, *, layers: tuple[Layer, ...] = SEPARATE,
+                 backend_version: str | None = None, device: str = "test-cpu") -> None:
+        self.config = config
+        self.session = ort.InferenceSession(str(config.onnx), providers=["CPUExecutionProvider"])
+        self.result = BuildResult(
+            backend="onnxruntime", engine=b"", log=(), config=config.to_json(), effective_config={},
+            config_hash=config.config_hash, onnx_sha256=config.onnx_sha256, durations={},
+            versions={"backend": backend_version or ort.__version__}, device={"kind": "cpu", "name": device},
+        )
+        self.record = BuildRecord(source="onnxruntime", layers=layers, timings={"build_s": 0.1},
+                                  backend="onnxruntime", backend_version=self.result.versions["backend"])
+        self.label = f"{config.name} (onnxruntime)"
+        self.backend_name = "onnxruntime"
+        self.calls: list[int] = []
+
+    @property
+    def inputs(self) -> tuple[TensorSpec, ...]:
+        types = {"tensor(float)": "float32", "tensor(int64)": "int64"}
+        return tuple(TensorSpec(i.name, types[i.type], tuple(d if isinstance(d, int) else -1 for d in i.shape))
+                     for i in self.session.get_inputs())
+
+    def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        self.calls.append(next(iter(feeds.values())).shape[0])
+        names = [o.name for o in self.session.get_outputs()]
+        return dict(zip(names, self.session.run(names, feeds), strict=True))
+
+
+class OutputsOnly(OrtEngine):
+    """Drops an output, to test a golden that holds more outputs than the engine gives."""
+
+    def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        out = super().run(feeds)
+        out.pop("pred")
+        return out

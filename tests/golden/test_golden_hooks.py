@@ -1,0 +1,131 @@
+"""The hook module through pytester: options, usage errors, the fixture, the summary, xdist.
+
+The project under test overrides ``trt_engine`` with the ONNX Runtime adapter
+of ``golden_engines.py``, so these runs need only the golden hook module.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_trt.golden.options import APPROVE_OPTION, GOLDEN_DIR_OPTION, UPDATE_OPTION
+from pytest_trt.golden.store import GoldenFile
+
+# the golden hooks alone: the main plugin (entry point "trt") and hypothesis only slow each run down
+HOOKS = ("-p", "pytest_trt.golden.pytest_hooks", "-p", "no:trt", "-p", "no:hypothesispytest")
+HERE = Path(__file__).resolve().parent
+
+CONFTEST = f"""
+import os, sys
+sys.path.insert(0, {str(HERE)!r})
+import numpy as np
+import pytest
+from golden_engines import OrtEngine, write_model
+from pytest_trt.config import BuildConfig, Profile
+from pytest_trt.golden.dataset import GoldenDataset
+
+@pytest.fixture
+def trt_engine(tmp_path_factory):
+    scale = float(os.environ.get("TINY_SCALE", "1.0"))
+    path = write_model(tmp_path_factory.mktemp("m") / "tiny.onnx", scale=scale)
+    return OrtEngine(BuildConfig(name="tiny", onnx=path, profiles=(Profile(x=((1, 8), (16, 8), (16, 8))),)))
+
+@pytest.fixture
+def dataset():
+    x = np.random.default_rng(0).standard_normal((64, 8)).astype(np.float32)
+    return GoldenDataset.from_arrays({{"x": x}}, labels=np.arange(64) % 5)
+"""
+
+TEST = """
+def test_tiny(trt_golden, dataset):
+    trt_golden.check(dataset=dataset)  # the engine comes from the trt_engine fixture, lazily
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(test_tiny=TEST)
+    return pytester
+
+
+def test_update_without_approve_is_a_usage_error(project: pytest.Pytester) -> None:
+    result = project.runpytest(*HOOKS, UPDATE_OPTION)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{UPDATE_OPTION} writes approved goldens only: add {APPROVE_OPTION} \"REASON\"*"])
+    result = project.runpytest(*HOOKS, APPROVE_OPTION, "why")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{APPROVE_OPTION} is used only with {UPDATE_OPTION}*"])
+
+
+def test_bad_ini_threshold_is_a_usage_error(project: pytest.Pytester) -> None:
+    project.makeini("[pytest]\ntrt_golden_l2_delta = small\n")
+    result = project.runpytest(*HOOKS)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*trt_golden_l2_delta: expected a number or 'none', got 'small'*"])
+
+
+def test_lifecycle_with_the_hooks_alone(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    golden = project.path / "golden" / "tiny.h5"
+    result = project.runpytest(*HOOKS)  # 1. no golden: fails with the command, writes nothing
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*no golden for 'tiny'*",
+                                 f'*pytest test_tiny.py::test_tiny --trt-engine-build {UPDATE_OPTION} '
+                                 f'{APPROVE_OPTION} "REASON"*'])
+    assert not golden.exists()
+    result = project.runpytest(*HOOKS, UPDATE_OPTION, APPROVE_OPTION, "first golden, CR-1")  # 2. approved update
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*trt goldens refreshed*", "*test_tiny.py::test_tiny*",
+                                 "*tiny.h5 [[]tiny[]] generation 1: new snapshot*"])
+    project.runpytest(*HOOKS).assert_outcomes(passed=1)  # 3. unchanged engine passes
+    monkeypatch.setenv("TINY_SCALE", "1.18")  # 4. a changed model fails with the regression lines
+    result = project.runpytest(*HOOKS)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*[[]REGRESSION[]] logits: Output L2 norm delta: 0.18 > threshold(0.05)*"])
+    project.makeini("[pytest]\ntrt_golden_l2_delta = 0.5\ntrt_golden_drift_sd = none\n")
+    result = project.runpytest(*HOOKS)  # ini thresholds apply (still tainted: the ONNX changed)
+    result.assert_outcomes(failed=1)
+    assert "Output L2 norm delta" not in result.stdout.str() and "onnx_sha256 differs" in result.stdout.str()
+    result = project.runpytest(*HOOKS, UPDATE_OPTION, APPROVE_OPTION, "retrained, CR-2")  # 5. refresh
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*generation 2: logits: L2 delta 0.18*"])
+    project.runpytest(*HOOKS).assert_outcomes(passed=1)
+    with GoldenFile(golden) as g:
+        assert [h.generation for h in g.history("tiny")] + [g["tiny"].generation] == [1, 2]
+    custom = project.runpytest(*HOOKS, GOLDEN_DIR_OPTION, "elsewhere")
+    custom.assert_outcomes(failed=1)
+    custom.stdout.fnmatch_lines([f"*{project.path / 'elsewhere' / 'tiny.h5'} does not exist*"])
+
+
+def test_xdist_updates_and_checks(project: pytest.Pytester) -> None:
+    project.makepyfile(test_many="""
+        import pytest
+
+        @pytest.mark.parametrize("i", range(6))
+        def test_many(trt_golden, dataset, i):
+            trt_golden.check(dataset=dataset)
+    """)
+    args = [sys.executable, "-m", "pytest", *HOOKS, "-p", "xdist", "-n", "2", "-q", "-p", "no:cacheprovider"]
+    env_path = f"{Path(__file__).resolve().parents[2]}"
+    run = lambda *extra: subprocess.run([*args, *extra], cwd=project.path, capture_output=True, text=True,  # noqa: E731
+                                        env={**__import__("os").environ, "PYTHONPATH": env_path}, timeout=180)
+    done = run(UPDATE_OPTION, APPROVE_OPTION, "parallel refresh")
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "trt goldens refreshed" in done.stdout and done.stdout.count("generation ") >= 7
+    with GoldenFile(project.path / "golden" / "tiny.h5") as g:
+        generations = [h.generation for h in g.history("tiny")] + [g["tiny"].generation]
+        assert generations == list(range(1, 8)) and len(g.approvals()) == 7  # 7 tests, serialized writes
+    checked = run()
+    assert checked.returncode == 0, checked.stdout[-3000:]
+    assert "7 passed" in checked.stdout
+
+
+def test_loading_the_hook_module_does_not_import_h5py() -> None:
+    code = "import sys, pytest_trt.golden.pytest_hooks; print('h5py' in sys.modules)"
+    env = {**__import__("os").environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.strip() == "False"
