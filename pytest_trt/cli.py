@@ -174,18 +174,14 @@ def cmd_golden_show(args: argparse.Namespace) -> int:
 
     if not args.file.is_file():
         raise _FileProblem(f"{args.file}: no such file")
+    from pytest_trt.golden.show import golden_show, golden_show_json
+
     try:
-        from pytest_trt.golden.show import golden_show
-    except ImportError as exc:
-        raise _FileProblem(f"golden support is not available ({exc})") from None
-    try:
-        shown = golden_show(args.file)
+        data = golden_show_json(args.file) if args.json else None
+        text = None if args.json else golden_show(args.file)
     except (TrtError, OSError) as exc:
         raise _FileProblem(f"{args.file}: {exc}") from None
-    if isinstance(shown, str):
-        _emit(args, {"file": str(args.file), "text": shown}, [shown.rstrip("\n")])
-    else:
-        _emit(args, shown, [json.dumps(shown, indent=2, sort_keys=True, default=str)])
+    _emit(args, data or {}, [(text or "").rstrip("\n")])
     return EXIT_OK
 
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
 
-from pytest_trt.cli import EXIT_FAILED, EXIT_FILE, EXIT_OK, EXIT_USAGE, main
+from pytest_trt.cli import EXIT_FAILED, EXIT_FILE, EXIT_OK, EXIT_USAGE
 from tests.conftest import HAS_RTX, needs_rtx
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,13 +127,22 @@ def test_log_parse_of_a_real_log():
     assert doc["summary"]["layers"] == len(doc["record"]["layers"]) > 0
 
 
-def test_golden_show_delegates(monkeypatch, capsys, tmp_path):
+def test_golden_show_of_a_real_golden_file(tmp_path):
+    import numpy as np
+
+    from pytest_trt.golden.dataset import GoldenDataset
+    from pytest_trt.golden.updating import create_golden
+
     path = tmp_path / "mnv2.h5"
-    path.write_bytes(b"x")
-    module = types.ModuleType("pytest_trt.golden.show")
-    module.golden_show = lambda p: f"golden file {p}: 1 snapshot\n"  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "pytest_trt.golden.show", module)
-    assert main(["golden", "show", str(path)]) == EXIT_OK
-    assert capsys.readouterr().out == f"golden file {path}: 1 snapshot\n"
-    assert main(["golden", "show", "--json", str(path)]) == EXIT_OK
-    assert json.loads(capsys.readouterr().out) == {"file": str(path), "text": f"golden file {path}: 1 snapshot\n"}
+    inputs = {"input": np.zeros((6, 3, 8, 8), np.float32)}
+    create_golden(path, GoldenDataset.from_arrays(inputs, labels=np.array([0, 1, 2, 0, 1, 2])))
+    proc = cli("golden", "show", path)
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert f"golden file: {path}" in proc.stdout and "dataset: 6 samples" in proc.stdout
+    assert "labels: 6 (3 classes)" in proc.stdout
+    doc = json.loads(cli("golden", "show", "--json", path).stdout)
+    assert doc["dataset"]["samples"] == 6 and doc["snapshots"] == {}
+    bad = tmp_path / "bad.h5"
+    bad.write_bytes(b"not hdf5")
+    broken = cli("golden", "show", bad)
+    assert broken.returncode == 3 and "Traceback" not in broken.stderr and "bad.h5" in broken.stderr
