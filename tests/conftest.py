@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 from pathlib import Path
 
@@ -10,6 +11,17 @@ import pytest
 HAS_RTX = importlib.util.find_spec("tensorrt_rtx") is not None
 HAS_TRT = importlib.util.find_spec("tensorrt") is not None
 HAS_ORT = importlib.util.find_spec("onnxruntime") is not None
+
+def _dist_version(name: str) -> str:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "not-installed"
+
+
+#: the installed TensorRT-RTX ("1.7.1.116") and its major.minor ("1.7"): tests run on the tox axis 1.4 / 1.7
+RTX_VERSION = _dist_version("tensorrt-rtx")
+RTX_MM = ".".join(RTX_VERSION.split(".")[:2])
 
 needs_rtx = pytest.mark.skipif(not HAS_RTX, reason="tensorrt_rtx is not installed (pip install 'pytest-trt[rtx]')")
 needs_trt = pytest.mark.skipif(

@@ -92,21 +92,26 @@ class TensorRTBackend:
             raise refuse(
                 "ort", f"ONNX Runtime options do not apply to {product}; drop `ort=` or use --trt-backend onnxruntime"
             )
-        missing = [flag for flag in f.precision_flags(config.precision) if flag not in f.builder_flags]
-        if missing or (config.precision == "best" and f.strongly_typed_only):
+        typed = f.strongly_typed_only or config.precision == "typed"
+        wanted = f.precision_flags(config.precision)
+        missing = [flag for flag in wanted if not f.usable_flag(flag, strongly_typed=typed)]
+        if missing or (config.precision == "best" and not wanted):
             raise refuse(
                 f"precision={config.precision!r}",
-                f"{product} has no {'/'.join(missing) or 'reduced-precision'} builder flag: it builds strongly typed "
-                "networks whose precision comes from the ONNX model's types. Convert the model (e.g. to FP16 with "
-                "onnxconverter-common) or quantize it with explicit Q/DQ nodes, then use precision='typed'.",
+                f"{product} has no usable {'/'.join(missing) or 'reduced-precision'} builder flag: it builds strongly "
+                "typed networks whose precision comes from the ONNX model's types. Convert the model (e.g. to FP16 "
+                "with onnxconverter-common) or quantize it with explicit Q/DQ nodes, then use precision='typed'.",
             )
         if config.precision == "typed" and not f.strongly_typed_only and "STRONGLY_TYPED" not in f.network_flags:
             raise refuse("precision='typed'", f"{product} has no STRONGLY_TYPED network flag (added in TensorRT 9/10)")
         for flag in config.flags:
             if flag not in f.builder_flags:
+                available = sorted(n for n in f.builder_flags if f.usable_flag(n, strongly_typed=typed))
+                raise refuse(f"flags[{flag!r}]", f"{product} has no builder flag {flag}; it has: {', '.join(available)}")
+            if not f.usable_flag(flag, strongly_typed=typed):
                 raise refuse(
                     f"flags[{flag!r}]",
-                    f"{product} has no builder flag {flag}; it has: {', '.join(sorted(f.builder_flags))}",
+                    f"{product} refuses {flag} in a strongly typed build: precision comes from the ONNX model's types",
                 )
         for pool in config.memory_pool_limits:
             if MEMORY_POOLS[pool] not in f.memory_pools:
@@ -135,7 +140,7 @@ class TensorRTBackend:
                 f"{product} knows {', '.join(f.hardware_compatibility_levels) or 'no levels'}, not {level!r}",
             )
         if config.calibration is not None:
-            if not f.has_calibrators:
+            if not f.calibrators_usable:
                 raise refuse(
                     "calibration",
                     f"{product} has no INT8 calibrators (implicit quantization was removed): quantize the ONNX "

@@ -27,6 +27,15 @@ PRECISION_FLAGS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: Builder flags a strongly typed build refuses.  TensorRT-RTX 1.4 still lists them in
+#: BuilderFlag but fails the build ("Parameter check failed, condition:
+#: !config.getFlag(BuilderFlag::kFP16)"); 1.7 dropped them.  TensorRT 10 refuses them
+#: together with a STRONGLY_TYPED network.  Presence in the enum is therefore not enough.
+STRONGLY_TYPED_REFUSES = frozenset(
+    {"FP16", "BF16", "FP8", "FP4", "INT8", "INT4", "OBEY_PRECISION_CONSTRAINTS", "PREFER_PRECISION_CONSTRAINTS"}
+)
+
+
 def _members(enum: object) -> tuple[str, ...]:
     members = getattr(enum, "__members__", None)
     if isinstance(members, dict):
@@ -57,8 +66,8 @@ class Features:
 
     @property
     def strongly_typed_only(self) -> bool:
-        """No precision flags: every network is strongly typed (TensorRT-RTX, TensorRT 11)."""
-        return "FP16" not in self.builder_flags
+        """Every network is strongly typed (TensorRT-RTX, and TensorRT 11 which has no FP16 flag)."""
+        return self.is_rtx or "FP16" not in self.builder_flags
 
     @property
     def timing_cache_effective(self) -> bool:
@@ -67,8 +76,22 @@ class Features:
 
     @property
     def use_explicit_batch(self) -> bool:
-        # Needed before TensorRT 10; deprecated and ignored from 10.0 on.
-        return "EXPLICIT_BATCH" in self.network_flags and int(self.version.split(".")[0]) < 10
+        # Needed before TensorRT 10; deprecated and ignored from 10.0 on.  TensorRT-RTX
+        # numbers its releases 1.x, and its networks are always explicit-batch.
+        if self.is_rtx or "EXPLICIT_BATCH" not in self.network_flags:
+            return False
+        return int(self.version.split(".")[0]) < 10
+
+    @property
+    def calibrators_usable(self) -> bool:
+        # TensorRT-RTX 1.4 still exports IInt8EntropyCalibrator2, but refuses the INT8 flag.
+        return self.has_calibrators and not self.strongly_typed_only
+
+    def usable_flag(self, name: str, *, strongly_typed: bool) -> bool:
+        """Whether builder flag ``name`` exists and a build of this kind accepts it."""
+        if name not in self.builder_flags:
+            return False
+        return not (strongly_typed and name in STRONGLY_TYPED_REFUSES)
 
     def precision_flags(self, precision: str) -> tuple[str, ...]:
         """Builder flags for ``precision``, keeping only those this API has (for "best")."""

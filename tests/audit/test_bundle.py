@@ -13,10 +13,11 @@ from pytest_trt.audit import bundle as b
 from pytest_trt.audit.bundle import bundle_name, device_slug, write_bundle
 from pytest_trt.audit.verify import verify_bundle
 from tests.audit.conftest import read_members
+from tests.conftest import RTX_MM, RTX_VERSION
 
 
 def test_name_follows_the_pattern(mnv2):
-    assert bundle_name(mnv2) == "mobilenet_v2-v1.2.3-rtx1.7-cpu-aot.tar.gz"
+    assert bundle_name(mnv2) == f"mobilenet_v2-v1.2.3-rtx{RTX_MM}-cpu-aot.tar.gz"
 
 
 @pytest.mark.parametrize(("device", "slug"), [
@@ -71,7 +72,7 @@ def test_members_hold_the_evidence(tmp_path, mnv2, record_of, environment):
     assert len(build["record"]["layers"]) == len(record_of(mnv2).layers) > 0
     config = json.loads(m["config.json"])
     assert config["pinned"]["name"] == "mobilenet_v2" and config["config_hash"] == mnv2.config_hash
-    assert json.loads(m["environment.json"])["backend"]["version"] == "1.7.1.116"
+    assert json.loads(m["environment.json"])["backend"]["version"] == RTX_VERSION
     lines = m["MANIFEST.sha256"].decode().splitlines()
     assert [line.split("  ")[1] for line in lines] == sorted(set(m) - {"MANIFEST.sha256"})
 

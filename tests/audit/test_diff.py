@@ -19,9 +19,15 @@ def test_diff_of_two_real_builds_shows_the_real_differences(tmp_path, mnv2, mnv2
     assert {c.path for c in diff.build} >= {"config_hash", "engine_sha256", "engine_bytes"}
     assert diff.environment == () and diff.packages == ()
     text = diff.render()
-    # what the builder did differently, from the real logs
-    for expected in ("fusions gained", "fusions lost", "engine layers: 19 -> 20", "activation:", "tactic changes"):
-        assert expected in text, text
+    # what the builder did differently, from the real logs (counts differ between TensorRT-RTX 1.4 and 1.7)
+    rec_old, rec_new = record_of(mnv2), record_of(mnv2_batch64)
+    expected = ["activation:", "tactic changes"]
+    if len(rec_old.layers) != len(rec_new.layers):  # 19 -> 20 with TensorRT-RTX 1.7; 1.4 has 20 in both
+        expected.append(f"engine layers: {len(rec_old.layers)} -> {len(rec_new.layers)}")
+    if {tuple(sorted(x.origins)) for x in rec_old.fusions} != {tuple(sorted(x.origins)) for x in rec_new.fusions}:
+        expected += ["fusions gained", "fusions lost"]
+    for line in expected:
+        assert line in text, text
     assert "build seconds (information only)" in text
     assert diff.to_dict()["record"] is not None
 

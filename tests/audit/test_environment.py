@@ -9,6 +9,7 @@ import tarfile
 
 from pytest_trt.audit.bundle import write_bundle
 from pytest_trt.audit.environment import ENV_ALLOWLIST, capture_environment, git_state, pip_freeze
+from tests.conftest import RTX_VERSION
 
 SECRET = "s3cr3t-V4lue-7f1e9c0d2b"
 
@@ -54,7 +55,7 @@ def test_capture_is_stable_and_has_no_clock_or_host(tmp_path):
     assert one == two
     assert "hostname" not in one
     assert "hostname" in capture_environment(rootdir=None, include_hostname=True)
-    assert one["backend"]["version"] == "1.7.1.116"
+    assert one["backend"]["version"] == RTX_VERSION
     assert one["python"]["version"] == ".".join(map(str, sys.version_info[:3]))
     assert one["gpus"] or one["cpu"]["model"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_trt.audit.pins import Pins, PinsError, check_pins
-from tests.conftest import needs_rtx
+from tests.conftest import RTX_VERSION, needs_rtx
 
 ENV = {
     "backend": {"name": "tensorrt-rtx", "version": "1.7.1.116"},
@@ -76,7 +76,7 @@ def test_mismatch_fails_the_session_before_any_test(pytester):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([
         "ERROR: environment does not match the version pins in *pins.toml (3 differences):",
-        "  backend_version: found 1.7.1.116, pinned 1.6.*",
+        f"  backend_version: found {RTX_VERSION}, pinned 1.6.*",
         "  cuda_version: found none, pinned 12.*",
         "  device: found cpu (*), no GPU; pinned NVIDIA H200",
         "review the upgrade and update the pins file, or set policy = \"warn\" there",
@@ -93,5 +93,5 @@ def test_warn_policy_warns_and_runs(pytester):
     result = pytester.runpytest_subprocess("-p", "pytest_trt.audit.pytest_hooks", "--trt-backend", "tensorrt-rtx",
                                            "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, warnings=1)
-    result.stdout.fnmatch_lines(["*environment does not match the version pins*", "*backend_version: found 1.7.1.116*"])
+    result.stdout.fnmatch_lines(["*environment does not match the version pins*", f"*backend_version: found {RTX_VERSION}*"])
     assert marker.exists()

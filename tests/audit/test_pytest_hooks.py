@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_trt.audit.pytest_hooks import BUNDLE_DIR, PROPERTIES, SECTION, SIGN_KEY
-from tests.conftest import needs_rtx
+from tests.conftest import RTX_MM, RTX_VERSION, needs_rtx
 
 SUITE = """
 import pytest
@@ -60,7 +60,7 @@ def test_junit_properties_and_one_bundle_per_engine(suite, xdist):
     result = suite.runpytest_subprocess(*HOOKS, *xdist, "--junitxml=junit.xml", "-rP")
     result.assert_outcomes(passed=3)
     bundles = sorted((suite.path / "trt-bundles").glob("*.tar.gz"))
-    assert [b.name for b in bundles] == ["cbr-v1.0-rtx1.7-cpu-aot.tar.gz"]
+    assert [b.name for b in bundles] == [f"cbr-v1.0-rtx{RTX_MM}-cpu-aot.tar.gz"]
     sha = hashlib.sha256(bundles[0].read_bytes()).hexdigest()
     props = _properties(suite.path / "junit.xml")
     assert props["test_without_engine"] == {}
@@ -68,7 +68,7 @@ def test_junit_properties_and_one_bundle_per_engine(suite, xdist):
         got = props[name]
         assert sorted(got) == sorted(PROPERTIES)
         assert got["trt_bundle"] == [str(bundles[0])]
-        assert got["trt_backend_version"] == ["1.7.1.116"]
+        assert got["trt_backend_version"] == [RTX_VERSION]
         assert len(got["trt_config_hash"][0]) == 64
         if not xdist:  # with -n 2 the golden test may rewrite the bundle after test_plain reported it
             assert got["trt_bundle_sha256"] == [sha]
@@ -86,7 +86,7 @@ def test_junit_properties_and_one_bundle_per_engine(suite, xdist):
 @needs_rtx
 def test_same_engine_gives_the_same_bundle_across_sessions(suite):
     suite.runpytest_subprocess(*HOOKS, "-k", "plain").assert_outcomes(passed=1)
-    path = suite.path / "trt-bundles" / "cbr-v1.0-rtx1.7-cpu-aot.tar.gz"
+    path = suite.path / "trt-bundles" / f"cbr-v1.0-rtx{RTX_MM}-cpu-aot.tar.gz"
     first = path.read_bytes()
     suite.runpytest_subprocess(*HOOKS, "-k", "plain", f"{BUNDLE_DIR}=again").assert_outcomes(passed=1)
     assert (suite.path / "again" / path.name).read_bytes() == first  # engine from the cache, same bytes
@@ -99,7 +99,7 @@ def test_signed_bundles_and_engine_left_out(suite, keypair):
     result.assert_outcomes(passed=1)
     from pytest_trt.audit.verify import verify_bundle
 
-    vb = verify_bundle(suite.path / "trt-bundles" / "cbr-v1.0-rtx1.7-cpu-aot.tar.gz", public_key=keypair[1])
+    vb = verify_bundle(suite.path / "trt-bundles" / f"cbr-v1.0-rtx{RTX_MM}-cpu-aot.tar.gz", public_key=keypair[1])
     assert vb.signer and vb.engine_size is None
 
 
@@ -116,8 +116,8 @@ def test_html_report_links_the_bundle(suite):
     result = suite.runpytest_subprocess(*HOOKS, "-k", "plain", "--html=report/index.html")
     result.assert_outcomes(passed=1)
     html = (suite.path / "report" / "index.html").read_text()
-    assert "../trt-bundles/cbr-v1.0-rtx1.7-cpu-aot.tar.gz" in html
-    assert "trt bundle cbr-v1.0-rtx1.7-cpu-aot.tar.gz" in html
+    assert f"../trt-bundles/cbr-v1.0-rtx{RTX_MM}-cpu-aot.tar.gz" in html
+    assert f"trt bundle cbr-v1.0-rtx{RTX_MM}-cpu-aot.tar.gz" in html
 
 
 def test_hooks_module_imports_nothing_heavy():

@@ -47,7 +47,7 @@ def test_trt86_needs_explicit_batch_and_has_precision_flags():
     f = probe(TRT86)
     assert f.use_explicit_batch and not f.strongly_typed_only
     assert f.precision_flags("best") == ("FP16", "INT8")  # no BF16 flag in 8.6
-    assert f.has_calibrators and f.timing_cache_effective and f.backend_name == "tensorrt"
+    assert f.calibrators_usable and f.timing_cache_effective and f.backend_name == "tensorrt"
 
 
 def test_trt10_ignores_explicit_batch_and_keeps_every_precision():
@@ -59,7 +59,7 @@ def test_trt10_ignores_explicit_batch_and_keeps_every_precision():
 
 def test_trt11_is_strongly_typed_only():
     f = probe(TRT11)
-    assert f.strongly_typed_only and not f.has_calibrators
+    assert f.strongly_typed_only and not f.calibrators_usable
 
 
 @pytest.mark.parametrize(("api", "precision", "ok"), [(TRT86, "fp16", True), (TRT11, "fp16", False), (TRT86, "typed", False), (TRT10, "typed", True)])
@@ -83,6 +83,6 @@ def test_tensorrt_rtx_probe():
     import tensorrt_rtx
 
     f = probe(tensorrt_rtx)
-    assert f.is_rtx and f.strongly_typed_only and not f.has_calibrators
+    assert f.is_rtx and f.strongly_typed_only and not f.calibrators_usable
     assert not f.timing_cache_effective and not f.use_explicit_batch
     assert {"SM80", "SM86", "SM89", "SM120"} <= set(f.compute_capabilities)

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tests.conftest import needs_rtx
+from tests.conftest import RTX_VERSION, needs_rtx
 
 pytestmark = needs_rtx
 
@@ -40,7 +40,7 @@ def test_engine_build_builds_and_summary_lists_the_engine(suite):
             "pytest-trt: device *; cache *.trt_cache; build missing engines",
             "*pytest-trt engines*",
             "engine*config hash*status*build s*layers*backend*",
-            "cbr v1.0 *built *tensorrt-rtx 1.7*",
+            f"cbr v1.0 *built *tensorrt-rtx {RTX_VERSION}*",
         ]
     )
     # the next session takes the engine from the cache
@@ -111,9 +111,9 @@ def test_user_errors_fail_without_an_internal_traceback(pytester, tmp_path):
     result.assert_outcomes(failed=1, errors=1)  # a fixture failing is a setup error
     result.stdout.fnmatch_lines(
         [
-            "*BuildConfig 'bad': tensorrt-rtx 1.7* could not parse *bad.onnx*",
+            f"*BuildConfig 'bad': tensorrt-rtx {RTX_VERSION} could not parse *bad.onnx*",
             "*Full build log: *failed/bad-*/build.log*",
-            "*BuildConfig 'half': precision='fp16': TensorRT-RTX * has no FP16 builder flag*",
+            "*BuildConfig 'half': precision='fp16': TensorRT-RTX * has no usable FP16 builder flag*",
         ]
     )
     out = result.stdout.str()

@@ -91,12 +91,17 @@ def test_precision_flags_are_refused_on_strongly_typed_rtx(rtx, models, precisio
 
 
 def test_flag_the_backend_lacks_is_refused(rtx, models):
-    cfg = BuildConfig(
-        name="cbr", onnx=models["conv_bn_relu"], profiles=[DYN], flags=["SPARSE_WEIGHTS", "OBEY_PRECISION_CONSTRAINTS"]
-    )
-    with pytest.raises(
-        UnsupportedOption, match="has no builder flag OBEY_PRECISION_CONSTRAINTS; it has: .*STRICT_NANS"
-    ):
+    # ENABLE_TACTIC_HEURISTIC is a TensorRT 8.6 flag no TensorRT-RTX release has
+    cfg = BuildConfig(name="cbr", onnx=models["conv_bn_relu"], profiles=[DYN], flags=["SPARSE_WEIGHTS", "ENABLE_TACTIC_HEURISTIC"])
+    with pytest.raises(UnsupportedOption, match="has no builder flag ENABLE_TACTIC_HEURISTIC; it has: .*STRICT_NANS") as info:
+        rtx.build(cfg)
+    assert "FP16" not in str(info.value)  # only flags a build would accept are offered
+
+
+def test_precision_flags_are_refused_even_where_the_enum_still_lists_them(rtx, models):
+    # TensorRT-RTX 1.4 lists OBEY_PRECISION_CONSTRAINTS but fails the build with it; 1.7 dropped it
+    cfg = BuildConfig(name="cbr", onnx=models["conv_bn_relu"], profiles=[DYN], flags=["OBEY_PRECISION_CONSTRAINTS"])
+    with pytest.raises(UnsupportedOption, match=r"flags\['OBEY_PRECISION_CONSTRAINTS'\]: TensorRT-RTX .* (has no builder flag|refuses)"):
         rtx.build(cfg)
 
 
