@@ -25,6 +25,13 @@ MNV2_DYNAMIC = BuildConfig(
 MNV2_FIXED = BuildConfig(name="mobilenet_v2_b1", version="1.0.0", onnx=MODELS["mobilenet_v2_b1"])
 
 
+@pytest.fixture(autouse=True)
+def _tensorrt_family_only(trt_backend):
+    # builder_optimization_level and memory pools are TensorRT settings: ONNX Runtime refuses them
+    if trt_backend.name == "onnxruntime":
+        pytest.skip("this example pins TensorRT builder settings; see test_onnxruntime.py for ONNX Runtime")
+
+
 @pytest.mark.trt(MNV2_DYNAMIC)
 def test_dynamic_batch_engine_fuses_depthwise_conv_with_relu6(trt_engine):
     # The incident: an upgrade fused conv_dw with ReLU6. Here the fusion is expected, and pinned.

@@ -164,6 +164,19 @@ def _provide(request: pytest.FixtureRequest, config: BuildConfig) -> Engine:
     return engine
 
 
+@pytest.fixture(scope="session")
+def trt_backend(pytestconfig: pytest.Config) -> Any:
+    """The session's backend (``.name``, ``.version()``), e.g. to skip examples another backend cannot run."""
+    provider: EngineProvider = pytestconfig.stash[PROVIDER]
+    if provider.backend_name == "none":
+        pytest.skip(provider.why)
+    try:
+        return provider.backend
+    except TrtError as exc:
+        message = exc.message
+    pytest.skip(message)
+
+
 @pytest.fixture
 def trt_build(request: pytest.FixtureRequest) -> Callable[[BuildConfig], Engine]:
     """Factory: ``trt_build(config) -> Engine``, cached per key for the session."""

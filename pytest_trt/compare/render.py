@@ -16,10 +16,15 @@ MAX_BREACH_LINES = 30
 MAX_TABLE_ROWS = 12
 
 
-def update_command(nodeid: str | None = None, reason: str = "REASON") -> str:
-    """The command that writes an approved snapshot (for ``nodeid`` when known)."""
+def update_command(nodeid: str | None = None, reason: str = "REASON", args: Sequence[str] = ()) -> str:
+    """The command that writes an approved snapshot (for ``nodeid`` when known).
+
+    ``args`` are the session's options that choose the engine (``--trt-backend onnxruntime``):
+    without them the command would refresh another backend's golden, or none.
+    """
     target = f"{nodeid} " if nodeid else ""
-    return f'pytest {target}{ENGINE_BUILD_OPTION} {UPDATE_OPTION} {APPROVE_OPTION} "{reason}"'
+    extra = "".join(f"{a} " for a in args)
+    return f'pytest {target}{extra}{ENGINE_BUILD_OPTION} {UPDATE_OPTION} {APPROVE_OPTION} "{reason}"'
 
 
 def _cap(lines: Sequence[str], limit: int, what: str) -> list[str]:
@@ -67,6 +72,7 @@ def render_regression(
     structure: str | None = None,
     problems: Sequence[str] = (),
     nodeid: str | None = None,
+    command_args: Sequence[str] = (),
 ) -> str:
     """The one failure message of a check: problems, breaches, tables, next step."""
     lines = [f"golden check failed: {golden}"]
@@ -80,7 +86,7 @@ def render_regression(
         lines += metrics_table(metrics)
         lines += tag_table(metrics)
     lines.append("If this change is expected and approved, refresh the golden with a recorded reason:")
-    lines.append("  " + update_command(nodeid))
+    lines.append("  " + update_command(nodeid, args=command_args))
     return "\n".join(lines)
 
 

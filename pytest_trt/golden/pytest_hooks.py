@@ -45,6 +45,7 @@ class _State:
     approve: str | None
     defaults: dict[str, Any]
     rootdir: Path
+    command_args: tuple[str, ...] = ()
     refreshed: list[tuple[str, str]] = field(default_factory=list)
     settings: GoldenSettings | None = None
 
@@ -78,6 +79,18 @@ def _golden_dir(config: pytest.Config) -> Path:
     return (base / str(config.getini(GOLDEN_DIR_INI))).resolve()
 
 
+def _engine_args(config: pytest.Config) -> tuple[str, ...]:
+    """Options given on this command line that choose the engine, for the update command we print."""
+    args: list[str] = []
+    backend = config.getoption("trt_backend", default=None)
+    if backend:
+        args.append(f"--trt-backend {backend}")
+    golden_dir = config.getoption("trt_golden_dir", default=None)
+    if golden_dir:
+        args.append(f"{GOLDEN_DIR_OPTION} {golden_dir}")
+    return tuple(args)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     update, approve = config.getoption("trt_update_golden"), config.getoption("trt_approve")
     if update and not (approve and approve.strip()):
@@ -93,7 +106,8 @@ def pytest_configure(config: pytest.Config) -> None:
             defaults[name] = parse_ini_value(name, str(config.getini(f"{THRESHOLD_INI_PREFIX}{name}")))
         except GoldenError as exc:
             raise pytest.UsageError(exc.message) from None
-    state = _State(_golden_dir(config), bool(update), approve, defaults, config.rootpath)
+    state = _State(_golden_dir(config), bool(update), approve, defaults, config.rootpath,
+                   command_args=_engine_args(config))
     config.stash[_STATE] = state
     if update:
         config.pluginmanager.register(_RefreshSummary(state), "trt-golden-refresh-summary")
@@ -107,6 +121,7 @@ def _settings(state: _State) -> GoldenSettings:
         state.settings = GoldenSettings(
             golden_dir=state.golden_dir, update=state.update, approve=state.approve,
             thresholds=ThresholdSet(Thresholds(**state.defaults)), rootdir=state.rootdir,
+            command_args=state.command_args,
         )
     return state.settings
 

@@ -66,6 +66,7 @@ class GoldenSettings:
     approve: str | None = None
     thresholds: ThresholdSet = field(default_factory=ThresholdSet)
     rootdir: Path | None = None  # where git is asked for the commit and the approver
+    command_args: tuple[str, ...] = ()  # session options the update command must repeat (--trt-backend ...)
 
 
 @dataclass(frozen=True)
@@ -197,7 +198,7 @@ class GoldenCheck:
 
     def missing_message(self, name: str, path: Path, what: str) -> str:
         return (f"no golden for {name!r}: {what}. Goldens are never created silently; after checking the "
-                f"engine, create it with:\n  {update_command(self.nodeid)}")
+                f"engine, create it with:\n  {update_command(self.nodeid, args=self.settings.command_args)}")
 
 
 def structure_modes() -> tuple[str, ...]:
@@ -217,7 +218,8 @@ def raise_failure(
     """Raise GoldenTainted (provenance differs) or GoldenRegression with the one rendered message."""
     __tracebackhide__ = True
     message = render_regression(golden=golden, breaches=breaches, metrics=list(metrics.values()),
-                                structure=structure_text, problems=problems, nodeid=check.nodeid)
+                                structure=structure_text, problems=problems, nodeid=check.nodeid,
+                                command_args=check.settings.command_args)
     if tainted:
         raise GoldenTainted(message, fields=tainted)
     raise GoldenRegression(message, breaches=[b.line() for b in breaches])
