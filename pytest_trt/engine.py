@@ -7,8 +7,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_trt.runio import run_checked
-
 if TYPE_CHECKING:
     import numpy as np
 
@@ -71,6 +69,8 @@ class Engine:
         :class:`~pytest_trt.errors.EngineNotRunnable` where this machine
         cannot execute the engine.
         """
+        from pytest_trt.runio import run_checked  # numpy: loaded on first run, not with the plugin
+
         return run_checked(self.runner, self.config, feeds, label=self.label)
 
     def reference(self) -> Runner:

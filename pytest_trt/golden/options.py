@@ -5,6 +5,9 @@ Used by the hook module, the failure text (the exact update command) and the tes
 
 from __future__ import annotations
 
+from pytest_trt.options import ENGINE_BUILD as ENGINE_BUILD_OPTION
+from pytest_trt.options import MARKER
+
 GOLDEN_DIR_OPTION = "--trt-golden-dir"
 GOLDEN_DIR_INI = "trt_golden_dir"
 GOLDEN_DIR_DEFAULT = "golden"
@@ -12,10 +15,12 @@ UPDATE_OPTION = "--trt-update-golden"
 APPROVE_OPTION = "--trt-approve"
 #: ini key of threshold ``x`` is ``trt_golden_x`` (``trt_golden_l2_delta``, ...)
 THRESHOLD_INI_PREFIX = "trt_golden_"
-#: owned by the lead's plugin; quoted in the update command
-ENGINE_BUILD_OPTION = "--trt-engine-build"
 #: user_properties key carrying refreshed-golden summary lines (survives xdist)
 REFRESHED_PROPERTY = "trt_golden_refreshed"
 FIXTURE = "trt_golden"
 ENGINE_FIXTURE = "trt_engine"
-MARKER = "trt"
+
+__all__ = [
+    "APPROVE_OPTION", "ENGINE_BUILD_OPTION", "ENGINE_FIXTURE", "FIXTURE", "GOLDEN_DIR_DEFAULT", "GOLDEN_DIR_INI",
+    "GOLDEN_DIR_OPTION", "MARKER", "REFRESHED_PROPERTY", "THRESHOLD_INI_PREFIX", "UPDATE_OPTION",
+]
