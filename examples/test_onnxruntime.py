@@ -39,7 +39,9 @@ GOLDEN_DATA = GoldenDataset.from_arrays(
 @pytest.fixture(autouse=True)
 def _cpu_backend_only(trt_backend):
     if trt_backend.name != "onnxruntime":
-        pytest.skip(f"this example runs engines on the CPU: use --trt-backend onnxruntime (session uses {trt_backend.name})")
+        pytest.skip(
+            f"this example runs engines on the CPU: use --trt-backend onnxruntime (session uses {trt_backend.name})"
+        )
 
 
 @pytest.mark.trt(MNV2_ORT)

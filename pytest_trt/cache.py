@@ -26,6 +26,7 @@ from typing import Any
 
 from pytest_trt.buildlog.record import RECORD_SCHEMA
 from pytest_trt.errors import CacheCorrupt
+from pytest_trt.fileio import write_bytes_atomic
 from pytest_trt.result import ARTIFACT_SCHEMA, BuildResult
 
 ENTRY_FILE = "entry.json"
@@ -120,10 +121,6 @@ class EngineCache:
 
     def save_failure(self, name: str, key: str, log_text: str) -> Path:
         """Keep the log of a failed build (evidence is never lost); return the log path."""
-        folder = self.root / "failed" / f"{name}-{key[:12]}"
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / "build.log"
-        tmp = folder / f".build.log.{uuid.uuid4().hex[:8]}"
-        tmp.write_text(log_text, encoding="utf-8", newline="\n")
-        os.replace(tmp, path)
+        path = self.root / "failed" / f"{name}-{key[:12]}" / "build.log"
+        write_bytes_atomic(path, log_text.encode("utf-8"))
         return path

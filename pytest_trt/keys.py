@@ -8,13 +8,14 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    pass
+    from pytest_trt.engine import Engine
+    from pytest_trt.session import EngineProvider
 
 #: config.stash: the session's engine provider (backend, cache, engines built or loaded)
-PROVIDER = pytest.StashKey["EngineProvider"]()
+PROVIDER: pytest.StashKey[EngineProvider] = pytest.StashKey()
 #: item.stash: engines a test used, in order of first use
-ITEM_ENGINES = pytest.StashKey["list[Engine]"]()
+ITEM_ENGINES: pytest.StashKey[list[Engine]] = pytest.StashKey()
 #: item.stash: golden verdicts of the test, one mapping per check, each with at least
 #: ``config_hash`` (the engine's) and ``verdict`` ("pass", "updated", "fail", "missing",
 #: "tainted"); the rest is JSON-able and goes into the bundle's golden.json.
-GOLDEN_VERDICTS = pytest.StashKey["list[Mapping[str, Any]]"]()
+GOLDEN_VERDICTS: pytest.StashKey[list[Mapping[str, Any]]] = pytest.StashKey()

@@ -115,7 +115,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     from pytest_trt.current import begin_test, end_test
-
     from pytest_trt.errors import EngineNotRunnable
 
     token = begin_test(item.stash.setdefault(ITEM_ENGINES, []))
@@ -134,7 +133,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         end_test(token)
     if failure is not None:
         pytest.fail(failure, pytrace=False)
-    pytest.skip(skip)
+    pytest.skip(skip or "engine not runnable here")
 
 
 def _provide(request: pytest.FixtureRequest, config: BuildConfig) -> Engine:

@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import gzip
 import io
-import os
 import re
 import tarfile
-import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 #: mtime of every member: the epoch, so no writer's clock leaks into the bytes
@@ -78,29 +76,6 @@ def tar_gz_bytes(members: Mapping[str, bytes]) -> bytes:
     buf = io.BytesIO()
     write_tar_gz(members, buf)
     return buf.getvalue()
-
-
-def write_atomic(path: Path, writer: Callable[[io.BufferedWriter], None]) -> None:
-    """Write ``path`` through a temporary file in the same folder, then ``os.replace``.
-
-    A reader (or a second pytest-xdist worker writing the same bundle) sees
-    either the old file or the complete new one, never a partial file.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            writer(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def check_member_name(name: str) -> None:

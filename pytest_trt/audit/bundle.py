@@ -32,9 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_trt.audit.archive import gzip_bytes, write_atomic, write_tar_gz
+from pytest_trt.audit.archive import gzip_bytes, write_tar_gz
 from pytest_trt.audit.manifest import MANIFEST, render_manifest, sha256_hex
 from pytest_trt.audit.sign import SIGNATURE, sign_manifest
+from pytest_trt.fileio import write_atomic
 
 if TYPE_CHECKING:
     from pytest_trt.buildlog.record import BuildRecord

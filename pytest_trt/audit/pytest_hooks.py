@@ -8,7 +8,7 @@ loading this module imports neither tensorrt, onnxruntime nor h5py.
 from __future__ import annotations
 
 import os
-from collections.abc import Generator, Mapping
+from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 

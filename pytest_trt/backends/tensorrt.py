@@ -14,7 +14,6 @@ import importlib.util
 import platform
 import threading
 import time
-from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +23,7 @@ from pytest_trt.backends.trt_features import Features, probe
 from pytest_trt.backends.trt_logger import capture_logger
 from pytest_trt.config import MEMORY_POOLS, BuildConfig
 from pytest_trt.errors import BuildFailed, EngineNotRunnable, UnsupportedOption
+from pytest_trt.fileio import write_bytes_atomic
 from pytest_trt.result import BuildResult
 
 if TYPE_CHECKING:
@@ -107,7 +107,8 @@ class TensorRTBackend:
         for flag in config.flags:
             if flag not in f.builder_flags:
                 available = sorted(n for n in f.builder_flags if f.usable_flag(n, strongly_typed=typed))
-                raise refuse(f"flags[{flag!r}]", f"{product} has no builder flag {flag}; it has: {', '.join(available)}")
+                have = ", ".join(available)
+                raise refuse(f"flags[{flag!r}]", f"{product} has no builder flag {flag}; it has: {have}")
             if not f.usable_flag(flag, strongly_typed=typed):
                 raise refuse(
                     f"flags[{flag!r}]",
@@ -205,7 +206,7 @@ class TensorRTBackend:
                 stage="build",
             )
         if timing_cache is not None and config.timing_cache is not None:
-            _save_atomic(config.timing_cache, bytes(memoryview(builder_config.get_timing_cache().serialize())))
+            write_bytes_atomic(config.timing_cache, bytes(memoryview(builder_config.get_timing_cache().serialize())))
         return BuildResult(
             backend=self.name,
             engine=bytes(memoryview(serialized)),
@@ -280,10 +281,3 @@ def _call(obj: Any, name: str) -> Any:
         return value() if callable(value) else value
     except Exception:
         return None
-
-
-def _save_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{id(data)}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)

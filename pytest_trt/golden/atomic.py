@@ -38,19 +38,11 @@ def _temp_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{os.getpid()}")
 
 
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _fsync_dir(folder: Path) -> None:
-    # The rename itself must reach the disk, or a power cut can resurrect the old name.
-    if os.name != "posix":
+def _fsync(path: Path) -> None:
+    """fsync a file, or a folder so that a rename in it reaches the disk (else a power cut can undo it)."""
+    if path.is_dir() and os.name != "posix":
         return
-    fd = os.open(folder, os.O_RDONLY)
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
@@ -104,13 +96,13 @@ def update(path: str | Path, *, timeout: float = LOCK_TIMEOUT_S) -> Iterator[h5p
                 yield f
             finally:
                 f.close()
-            _fsync_file(tmp)
+            _fsync(tmp)
             pause = float(os.environ.get(PAUSE_ENV, "0") or 0)
             if pause > 0:
                 print(f"pytest-trt: {tmp} complete, pausing {pause:g} s before replacing {path}",
                       file=sys.stderr, flush=True)
                 time.sleep(pause)
             os.replace(tmp, path)
-            _fsync_dir(path.parent)
+            _fsync(path.parent)
         finally:
             tmp.unlink(missing_ok=True)

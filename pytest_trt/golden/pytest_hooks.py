@@ -15,7 +15,6 @@ import pytest
 
 from pytest_trt.compare.thresholds import Thresholds, parse_ini_value, threshold_names
 from pytest_trt.errors import GoldenError
-from pytest_trt.keys import GOLDEN_VERDICTS
 from pytest_trt.golden.options import (
     APPROVE_OPTION,
     ENGINE_BUILD_OPTION,
@@ -28,6 +27,7 @@ from pytest_trt.golden.options import (
     THRESHOLD_INI_PREFIX,
     UPDATE_OPTION,
 )
+from pytest_trt.keys import GOLDEN_VERDICTS
 
 if TYPE_CHECKING:
     from pytest_trt.golden.workflow import GoldenCheck, GoldenSettings

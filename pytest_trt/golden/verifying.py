@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pytest_trt.buildlog.diff import RecordDiff
 from pytest_trt.compare.thresholds import ThresholdSet
 from pytest_trt.errors import GoldenMissing
 from pytest_trt.golden import provenance, structure
@@ -89,7 +90,7 @@ def verify(
     return wf.CheckResult(name, path, generation, metrics, structure_text)
 
 
-def _structure_diff(record_json: str, record: Any) -> structure.RecordDiff:
+def _structure_diff(record_json: str, record: Any) -> RecordDiff:
     old = structure.load_normalized(record_json)
     new = structure.load_normalized(structure.normalized_json(record))
     return structure.diff(old, new)

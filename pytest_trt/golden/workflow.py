@@ -157,12 +157,12 @@ class GoldenCheck:
 
         config_hash = engine.result.config_hash if engine is not None else config.config_hash
         try:
+            result: CheckResult | UpdateResult
             if self.settings.update:
-                result: CheckResult | UpdateResult = updating.update(
-                    self, config, engine, outputs, dataset=dataset, batch_size=batch_size
-                )
+                updated = updating.update(self, config, engine, outputs, dataset=dataset, batch_size=batch_size)
                 if self._on_update is not None:
-                    self._on_update(result)
+                    self._on_update(updated)
+                result = updated
             else:
                 result = verifying.verify(self, config, engine, outputs, structure=structure, dataset=dataset,
                                           limits=limits, batch_size=batch_size)
