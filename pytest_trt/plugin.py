@@ -73,11 +73,17 @@ def pytest_configure(config: pytest.Config) -> None:
     except TrtError as exc:
         backend, why = "none", exc.message
     config.stash[_HEADER_WHY] = why
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    progress: Callable[[str], None] | None = None
-    if reporter is not None and config.getoption("verbose") >= 0:
-
-        def progress(text: str) -> None:
+    def progress(text: str) -> None:
+        # looked up per message: the terminal reporter registers after this hook runs;
+        # builds happen inside fixtures, where output is captured unless capture is suspended
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None or config.get_verbosity() < 0:
+            return
+        capture = config.pluginmanager.get_plugin("capturemanager")
+        if capture is None:
+            reporter.write_line(f"pytest-trt: {text}")
+            return
+        with capture.global_and_fixture_disabled():
             reporter.write_line(f"pytest-trt: {text}")
 
     config.stash[PROVIDER] = EngineProvider(

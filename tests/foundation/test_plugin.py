@@ -38,6 +38,8 @@ def test_engine_build_builds_and_summary_lists_the_engine(suite):
         [
             "pytest-trt: backend tensorrt-rtx * (auto: first importable of tensorrt, tensorrt-rtx, onnxruntime (tensorrt not installed))",
             "pytest-trt: device *; cache *.trt_cache; build missing engines",
+            "pytest-trt: building engine 'cbr' with tensorrt-rtx * ...",
+            "pytest-trt: built engine 'cbr' in * s",
             "*pytest-trt engines*",
             "engine*config hash*status*build s*layers*backend*",
             f"cbr v1.0 *built *tensorrt-rtx {RTX_VERSION}*",
