@@ -62,15 +62,27 @@ class EngineCache:
     def entry_dir(self, key: str) -> Path:
         return self.root / key[:2] / key
 
-    @contextmanager
-    def lock(self, key: str, timeout: float = 3600.0) -> Iterator[None]:
-        """Exclusive per-key lock across processes (pytest-xdist workers)."""
+    def acquire(self, key: str, timeout: float = 3600.0) -> Any:
+        """Take the exclusive per-key lock across processes (pytest-xdist workers); return it held.
+
+        Not thread-local: the thread that writes the entry releases it.
+        """
         from filelock import FileLock
 
         lock_dir = self.root / "locks"
         lock_dir.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(lock_dir / f"{key}.lock"), timeout=timeout):
+        lock = FileLock(str(lock_dir / f"{key}.lock"), timeout=timeout, thread_local=False)
+        lock.acquire()
+        return lock
+
+    @contextmanager
+    def lock(self, key: str, timeout: float = 3600.0) -> Iterator[None]:
+        """The per-key lock as a context manager."""
+        held = self.acquire(key, timeout)
+        try:
             yield
+        finally:
+            held.release()
 
     def load(self, key: str) -> BuildResult | None:
         """The cached result for ``key``; None on a miss. Raises CacheCorrupt on a bad entry."""
@@ -106,8 +118,7 @@ class EngineCache:
         final = self.entry_dir(key)
         tmp = self.root / "tmp" / f"{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
         try:
-            result.write(tmp)
-            files = {p.name: _sha256(p) for p in sorted(tmp.iterdir())}
+            files = result.write(tmp)
             entry = {"key": key, "schema": CACHE_SCHEMA, "created": time.time(), "files": files}
             (tmp / ENTRY_FILE).write_text(json.dumps(entry, indent=2, sort_keys=True) + "\n", encoding="utf-8")
             final.parent.mkdir(parents=True, exist_ok=True)

@@ -217,23 +217,30 @@ def trt_reference(trt_engine: Engine) -> Any:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
+    provider = config.stash[PROVIDER]
+    provider.flush()  # every cache entry of the session on disk before pytest exits
     if hasattr(config, "workeroutput"):  # pytest-xdist worker: send the engine table to the controller
         from pytest_trt.report import summary_rows
 
-        config.workeroutput["trt_engines"] = summary_rows(config.stash[PROVIDER])
+        config.workeroutput["trt_engines"] = summary_rows(provider)
+        config.workeroutput["trt_cache_errors"] = provider.write_errors
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
-    rows = getattr(node, "workeroutput", {}).get("trt_engines", [])
-    node.config.stash.setdefault(_WORKER_ROWS, []).extend(rows)
+    output = getattr(node, "workeroutput", {})
+    node.config.stash.setdefault(_WORKER_ROWS, []).extend(output.get("trt_engines", []))
+    node.config.stash[PROVIDER].write_errors.extend(output.get("trt_cache_errors", []))
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     from pytest_trt.report import engine_table, summary_rows
 
-    rows = summary_rows(config.stash[PROVIDER]) + config.stash.get(_WORKER_ROWS, [])
+    provider = config.stash[PROVIDER]
+    rows = summary_rows(provider) + config.stash.get(_WORKER_ROWS, [])
     if rows:
         terminalreporter.section("pytest-trt engines")
         for line in engine_table(rows):
             terminalreporter.write_line(line)
+    for error in provider.write_errors:
+        terminalreporter.write_line(f"WARNING {error}", yellow=True)

@@ -11,12 +11,13 @@ Artifact folder layout (also the engine-cache entry and the core of a bundle)::
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 SEVERITIES = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE")
 ARTIFACT_SCHEMA = 1
@@ -26,9 +27,12 @@ CONFIG_FILE = "config.json"
 BUILD_FILE = "build.json"
 
 
-@dataclass(frozen=True)
-class LogEntry:
-    """One message from the builder's logger."""
+class LogEntry(NamedTuple):
+    """One message from the builder's logger.
+
+    A NamedTuple rather than a frozen dataclass: a build logs about a thousand
+    messages and a frozen dataclass is several times slower to create.
+    """
 
     severity: str  # one of SEVERITIES
     time: float  # seconds since the build started
@@ -65,7 +69,7 @@ class BuildResult:
     device: dict[str, Any]  # {"kind": "gpu"|"cpu-aot"|"cpu", "name": ..., "compute_capability": ..., "targets": [...]}
     extra: dict[str, Any] = field(default_factory=dict)
 
-    @property
+    @functools.cached_property
     def engine_sha256(self) -> str:
         return hashlib.sha256(self.engine).hexdigest()
 
@@ -91,17 +95,25 @@ class BuildResult:
             "log_index": [[e.severity, e.time, e.text.count("\n") + 1] for e in self.log],
         }
 
-    def write(self, folder: Path) -> None:
-        """Write the artifact folder (the caller makes it atomic: temp folder, then rename)."""
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / ENGINE_FILE).write_bytes(self.engine)
-        (folder / LOG_FILE).write_text(self.log_text(), encoding="utf-8", newline="\n")
+    def write(self, folder: Path) -> dict[str, str]:
+        """Write the artifact folder; return each file's sha256 (hashed from memory, not re-read).
+
+        The caller makes it atomic (temp folder, then rename).
+        """
         conf = {"pinned": self.config, "effective": self.effective_config}
-        (folder / CONFIG_FILE).write_text(json.dumps(conf, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        # compact: the per-message log index makes this large, and indented JSON is encoded in pure Python
-        (folder / BUILD_FILE).write_text(
-            json.dumps(self.build_json(), sort_keys=True, separators=(",", ":")) + "\n", encoding="utf-8"
-        )
+        files = {
+            ENGINE_FILE: self.engine,
+            LOG_FILE: self.log_text().encode("utf-8"),
+            CONFIG_FILE: (json.dumps(conf, indent=2, sort_keys=True) + "\n").encode("utf-8"),
+            # compact: the per-message log index makes this large, and indented JSON is encoded in pure Python
+            BUILD_FILE: (json.dumps(self.build_json(), sort_keys=True, separators=(",", ":")) + "\n").encode(),
+        }
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, data in files.items():
+            (folder / name).write_bytes(data)
+        hashes = {name: hashlib.sha256(data).hexdigest() for name, data in files.items() if name != ENGINE_FILE}
+        hashes[ENGINE_FILE] = self.engine_sha256
+        return dict(sorted(hashes.items()))
 
     @classmethod
     def read(cls, folder: Path) -> BuildResult:

@@ -7,11 +7,12 @@ entry, failure log) live here so they can be used and tested without pytest.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pytest_trt.cache import EngineCache, cache_key
 from pytest_trt.errors import BuildFailed, CacheCorrupt, TrtError
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from pytest_trt.backends.base import Backend
     from pytest_trt.config import BuildConfig
     from pytest_trt.engine import Engine
+    from pytest_trt.result import BuildResult
 
 
 class EngineNotBuilt(TrtError):
@@ -57,6 +59,8 @@ class EngineProvider:
         self._backend: Backend | None = backend
         self._by_key: dict[str, Engine] = {}
         self.events: list[EngineEvent] = []
+        self._writers: list[threading.Thread] = []
+        self.write_errors: list[str] = []
 
     @property
     def backend(self) -> Backend:
@@ -91,7 +95,9 @@ class EngineProvider:
         if key in self._by_key:
             return self._by_key[key]
         t0 = time.perf_counter()
-        with self.cache.lock(key):
+        lock = self.cache.acquire(key)
+        handed_off = False
+        try:
             status = "built"
             result = None
             if not self.rebuild:
@@ -102,14 +108,8 @@ class EngineProvider:
                     self._progress(f"{exc.message} (moved to {moved})")
                     status = "rebuilt-corrupt"
             if result is not None:
-                engine = Engine(
-                    config,
-                    result,
-                    backend,
-                    artifact_dir=self.cache.entry_dir(key),
-                    cached=True,
-                    build_seconds=result.durations.get("build", 0.0),
-                )
+                engine = Engine(config, result, backend, artifact_dir=self.cache.entry_dir(key), cached=True,
+                                build_seconds=result.durations.get("build", 0.0))
                 self._remember(key, engine, "cached", time.perf_counter() - t0)
                 return engine
             if not self.build_enabled:
@@ -126,13 +126,34 @@ class EngineProvider:
                 if log:
                     exc.log_path = self.cache.save_failure(config.name, key, format_log(log))
                 raise
-            folder = self.cache.store(key, result)
-        engine = Engine(
-            config, result, backend, artifact_dir=folder, cached=False, build_seconds=result.durations.get("build", 0.0)
-        )
+            # The test goes on with the engine in memory while a thread writes the cache entry;
+            # the key's lock is held until the entry is complete, so other workers wait for it.
+            writer = threading.Thread(target=self._store, args=(key, result, lock), name=f"pytest-trt-cache-{key[:8]}")
+            writer.start()
+            handed_off = True
+            self._writers.append(writer)
+        finally:
+            if not handed_off:
+                lock.release()
+        engine = Engine(config, result, backend, artifact_dir=self.cache.entry_dir(key), cached=False,
+                        build_seconds=result.durations.get("build", 0.0))
         self._remember(key, engine, status, time.perf_counter() - t0)
         self._progress(f"built engine {config.name!r} in {result.durations.get('build', 0.0):.2f} s")
         return engine
+
+    def _store(self, key: str, result: BuildResult, lock: Any) -> None:
+        try:
+            self.cache.store(key, result)
+        except BaseException as exc:  # reported by flush(); the engine in memory is still valid
+            self.write_errors.append(f"engine cache entry {self.cache.entry_dir(key)} was not written: {exc}")
+        finally:
+            lock.release()
+
+    def flush(self) -> list[str]:
+        """Wait until every cache entry of this session is on disk; return the write errors."""
+        while self._writers:
+            self._writers.pop().join()
+        return list(self.write_errors)
 
     def _remember(self, key: str, engine: Engine, status: str, seconds: float) -> None:
         self._by_key[key] = engine

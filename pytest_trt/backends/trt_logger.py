@@ -71,13 +71,15 @@ def _make_logger_class(trt: ModuleType) -> type:
         def stop(self) -> list[LogEntry]:
             """End capture; return the messages as LogEntry items (converted here, off the hot path)."""
             raw, self._sink = self._sink, None
-            names: dict[Any, str] = {}
+            names: dict[int, str] = {}
             out = []
+            start = self._start
             for severity, t, text in raw or ():
-                name = names.get(severity)
+                code = int(severity)  # faster than hashing the enum object
+                name = names.get(code)
                 if name is None:
-                    name = names[severity] = severity_name(severity)
-                out.append(LogEntry(name, t - self._start, text if isinstance(text, str) else _text(text)))
+                    name = names[code] = severity_name(severity)
+                out.append(LogEntry(name, t - start, text if isinstance(text, str) else _text(text)))
             return out
 
         def errors_so_far(self) -> list[str]:

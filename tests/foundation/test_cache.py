@@ -74,7 +74,9 @@ def test_not_cached_and_build_not_allowed_names_the_flag(tmp_path, config):
 @pytest.mark.parametrize("damage", ["flip engine byte", "truncate log", "drop entry.json", "garbage entry.json"])
 def test_corrupt_entry_is_rebuilt_never_used(tmp_path, config, damage):
     backend = CountingBackend()
-    engine = provider(tmp_path, backend).get(config)
+    first = provider(tmp_path, backend)
+    engine = first.get(config)
+    assert first.flush() == []
     folder = engine.artifact_dir
     if damage == "flip engine byte":
         data = bytearray((folder / "engine.plan").read_bytes())
@@ -106,6 +108,26 @@ def test_half_written_entry_is_never_seen(tmp_path, config):
     (leftover / "engine.plan").write_bytes(b"partial")
     engine = p.get(config)
     assert backend.builds == 1 and engine.result.engine != b"partial"
+
+
+def test_entry_is_written_behind_the_test_and_waited_for(tmp_path, config):
+    backend = CountingBackend()
+    p = provider(tmp_path, backend)
+    engine = p.get(config)  # returns at once; a thread writes the entry while holding the key's lock
+    assert engine.result.engine and p.flush() == []
+    assert (engine.artifact_dir / "entry.json").is_file() and not list((tmp_path / "cache" / "tmp").iterdir())
+    assert provider(tmp_path, backend, build=False).get(config).cached
+
+
+def test_a_cache_write_failure_is_reported_not_hidden(tmp_path, config):
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "tmp").write_text("a file where the temporary folder should go")
+    p = provider(tmp_path, CountingBackend())
+    engine = p.get(config)
+    errors = p.flush()
+    assert engine.result.engine  # the engine in memory is still valid for this session
+    assert len(errors) == 1 and "was not written" in errors[0] and str(engine.artifact_dir) in errors[0]
+    assert not (engine.artifact_dir / "entry.json").exists()
 
 
 def test_failed_build_keeps_its_log(tmp_path):
