@@ -183,3 +183,23 @@ def test_running_an_rtx_engine_without_a_supported_gpu_skips_with_the_reason(sui
     result = suite.runpytest_subprocess("--trt-engine-build", "-rs", "-p", "no:cacheprovider", "test_run.py")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*cannot run tensorrt-rtx engine 'cbr' here: *engines need an NVIDIA GPU to run*"])
+
+
+@pytest.mark.parametrize(
+    ("hidden", "header"),
+    [
+        (("tensorrt",), "pytest-trt: backend tensorrt-rtx * (auto: first importable of tensorrt, tensorrt-rtx, onnxruntime (tensorrt not installed))"),
+        (("tensorrt", "tensorrt_rtx"), "pytest-trt: backend onnxruntime * (auto: first importable of tensorrt, tensorrt-rtx, onnxruntime (tensorrt, tensorrt_rtx not installed))"),
+        (("tensorrt", "tensorrt_rtx", "onnxruntime"), "pytest-trt: no backend (no backend is installed: install one of tensorrt, tensorrt-rtx or onnxruntime*"),
+    ],
+)
+def test_auto_backend_falls_back_and_says_why(pytester, hidden, header):
+    # a machine without those modules: sys.modules[name] = None makes them unimportable and unfindable
+    pytester.makeconftest("import sys\n" + "".join(f"sys.modules[{m!r}] = None\n" for m in hidden))
+    pytester.makepyfile("def test_ok(trt_backend):\n    assert trt_backend.name\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-rs")
+    result.stdout.fnmatch_lines([header])
+    if len(hidden) == 3:
+        result.assert_outcomes(skipped=1)
+    else:
+        result.assert_outcomes(passed=1)
