@@ -159,7 +159,7 @@ def test_invalid_graph_fails_at_build_with_the_log_kept(backend, tmp_path: Path)
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
     )
     path = tmp_path / "badop.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
     before = _fd2()
     with pytest.raises(BuildFailed, match="NoSuchOp") as ei:
         backend.build(BuildConfig(name="badop", onnx=path))

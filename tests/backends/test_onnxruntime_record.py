@@ -42,7 +42,7 @@ def _chain(tmp_path: Path, ops: list[str], name: str) -> Path:
     nodes.append(helper.make_node("Conv", [f"t{len(ops)}", "w2"], ["out"], name="conv2", pads=[1, 1, 1, 1]))
     graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info("input", TensorProto.FLOAT, ["N", 3, 8, 8])],
                               [helper.make_tensor_value_info("out", TensorProto.FLOAT, ["N", 8, 8, 8])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     model.ir_version = 8
     path = tmp_path / f"{name}.onnx"
     onnx.save(model, path)

@@ -197,7 +197,7 @@ def _two_input_argmax(tmp_path: Path) -> Path:
         [helper.make_tensor_value_info("idx", TensorProto.INT64, ["N"])],
     )
     path = tmp_path / "argmax.onnx"
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
     return path
 
 

@@ -50,7 +50,7 @@ def write_model(path: Path, *, seed: int = 0, scale: float = 1.0) -> Path:
          helper.make_tensor_value_info("pred", TensorProto.INT64, ["N"])],
         [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     model.ir_version = 8
     onnx.save(model, str(path))
     return path
