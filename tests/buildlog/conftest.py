@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_trt.buildlog import BuildRecord, parse_entries
+from pytest_trt.buildlog import BuildRecord, parse_entries, read_log
 from pytest_trt.result import LogEntry
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "trt_logs"
@@ -73,3 +73,9 @@ def rtx_build() -> Callable[..., BuildRecord]:
         return record
 
     return build
+
+
+@pytest.fixture(scope="module")
+def rtx17(corpus: Path) -> BuildRecord:
+    """The record of the committed TensorRT-RTX 1.7.1 build log of the example MobileNetV2."""
+    return read_log(corpus / "log_rtx1.7.1_mobilenet_v2_detailed.txt")

@@ -21,11 +21,6 @@ from pytest_trt.buildlog import (
 
 
 @pytest.fixture(scope="module")
-def rtx17(corpus: Path) -> BuildRecord:
-    return read_log(corpus / "log_rtx1.7.1_mobilenet_v2_detailed.txt")
-
-
-@pytest.fixture(scope="module")
 def trt86(corpus: Path) -> BuildRecord:
     return read_log(corpus / "log_trt8.6.0_cookbook_mnist_fp16_trtexec_verbose.txt")
 

@@ -15,11 +15,6 @@ def rtx14(corpus: Path) -> BuildRecord:
     return read_log(corpus / "log_rtx1.4.0_mobilenet_v2_detailed.txt")
 
 
-@pytest.fixture(scope="module")
-def rtx17(corpus: Path) -> BuildRecord:
-    return read_log(corpus / "log_rtx1.7.1_mobilenet_v2_detailed.txt")
-
-
 def test_rtx14_to_17_shows_the_real_differences(rtx14: BuildRecord, rtx17: BuildRecord) -> None:
     diff = diff_records(rtx14, rtx17)
     # 1.7 merges the classifier's gemm and bias-add kernels into one __myl_FcAdd kernel
