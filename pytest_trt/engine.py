@@ -32,14 +32,12 @@ class Engine:
         *,
         artifact_dir: Path | None = None,
         cached: bool = False,
-        build_seconds: float = 0.0,
     ) -> None:
         self.config = config
         self.result = result
         self.backend = backend
         self.artifact_dir = artifact_dir
         self.cached = cached
-        self.build_seconds = build_seconds
 
     def __repr__(self) -> str:
         state = "cached" if self.cached else "built"

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 #: hook modules of the golden and audit features (each imports nothing heavy at load)
 pytest_plugins = ["pytest_trt.golden.pytest_hooks", "pytest_trt.audit.pytest_hooks"]
 
-_HEADER_WHY = pytest.StashKey[str]()
 _WORKER_ROWS = pytest.StashKey[list[dict[str, Any]]]()
 
 
@@ -72,7 +71,6 @@ def pytest_configure(config: pytest.Config) -> None:
         backend, why = choose_backend(options.backend)
     except TrtError as exc:
         backend, why = "none", exc.message
-    config.stash[_HEADER_WHY] = why
     def progress(text: str) -> None:
         # looked up per message: the terminal reporter registers after this hook runs;
         # builds happen inside fixtures, where output is captured unless capture is suspended

@@ -8,7 +8,6 @@ entry, failure log) live here so they can be used and tested without pytest.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +32,6 @@ class EngineNotBuilt(TrtError):
 class EngineEvent:
     engine: Engine
     status: str  # "built", "cached", "rebuilt-corrupt"
-    seconds: float
 
 
 class EngineProvider:
@@ -94,7 +92,6 @@ class EngineProvider:
         key = self.key_for(config)
         if key in self._by_key:
             return self._by_key[key]
-        t0 = time.perf_counter()
         lock = self.cache.acquire(key)
         handed_off = False
         try:
@@ -108,9 +105,8 @@ class EngineProvider:
                     self._progress(f"{exc.message} (moved to {moved})")
                     status = "rebuilt-corrupt"
             if result is not None:
-                engine = Engine(config, result, backend, artifact_dir=self.cache.entry_dir(key), cached=True,
-                                build_seconds=result.durations.get("build", 0.0))
-                self._remember(key, engine, "cached", time.perf_counter() - t0)
+                engine = Engine(config, result, backend, artifact_dir=self.cache.entry_dir(key), cached=True)
+                self._remember(key, engine, "cached")
                 return engine
             if not self.build_enabled:
                 raise EngineNotBuilt(
@@ -135,9 +131,8 @@ class EngineProvider:
         finally:
             if not handed_off:
                 lock.release()
-        engine = Engine(config, result, backend, artifact_dir=self.cache.entry_dir(key), cached=False,
-                        build_seconds=result.durations.get("build", 0.0))
-        self._remember(key, engine, status, time.perf_counter() - t0)
+        engine = Engine(config, result, backend, artifact_dir=self.cache.entry_dir(key), cached=False)
+        self._remember(key, engine, status)
         self._progress(f"built engine {config.name!r} in {result.durations.get('build', 0.0):.2f} s")
         return engine
 
@@ -155,9 +150,9 @@ class EngineProvider:
             self._writers.pop().join()
         return list(self.write_errors)
 
-    def _remember(self, key: str, engine: Engine, status: str, seconds: float) -> None:
+    def _remember(self, key: str, engine: Engine, status: str) -> None:
         self._by_key[key] = engine
-        self.events.append(EngineEvent(engine, status, seconds))
+        self.events.append(EngineEvent(engine, status))
 
     def _progress(self, text: str) -> None:
         if self.on_progress is not None:

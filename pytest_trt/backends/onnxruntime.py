@@ -251,7 +251,7 @@ class OrtBackend:
         effective = self._effective(session, config, opts, log)
         return BuildResult(
             backend=NAME, engine=engine, log=log, config=config.to_json(), effective_config=effective,
-            config_hash=config.config_hash, onnx_sha256=onnx_sha256,
+            config_hash=config.hash_with(onnx_sha256), onnx_sha256=onnx_sha256,
             durations={"parse": parse_s, "build": build_s}, versions=self.versions(), device=self.device(config),
             extra={"log_unparsed_lines": unparsed},
         )
