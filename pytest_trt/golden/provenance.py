@@ -81,10 +81,9 @@ def canonical_device(device: Any) -> str:
 def from_engine(engine: Any, *, dataset_sha256: str, cwd: Path | None, created: str | None = None) -> Provenance:
     """Provenance of ``engine`` (a :class:`~pytest_trt.golden.workflow.EngineLike`); git only with ``cwd``."""
     result = engine.result
-    versions = dict(getattr(result, "versions", {}) or {})
     return Provenance(
-        backend=str(getattr(result, "backend", None) or engine.backend_name),
-        backend_version=str(versions.get("backend", "")),
+        backend=str(result.backend or engine.backend_name),
+        backend_version=str(result.backend_version),
         device=canonical_device(getattr(result, "device", {})),
         config_hash=str(result.config_hash),
         onnx_sha256=str(result.onnx_sha256),

@@ -66,10 +66,11 @@ class OrtEngine:
         self.result = BuildResult(
             backend="onnxruntime", engine=b"", log=(), config=config.to_json(), effective_config={},
             config_hash=config.config_hash, onnx_sha256=config.onnx_sha256, durations={},
-            versions={"backend": backend_version or ort.__version__}, device={"kind": "cpu", "name": device},
+            versions={"onnxruntime": backend_version or ort.__version__}, device={"kind": "cpu", "name": device},
+            backend_version=backend_version or ort.__version__,
         )
         self.record = BuildRecord(source="onnxruntime", layers=layers, timings={"build_s": 0.1},
-                                  backend="onnxruntime", backend_version=self.result.versions["backend"])
+                                  backend="onnxruntime", backend_version=self.result.backend_version)
         self.label = f"{config.name} (onnxruntime)"
         self.backend_name = "onnxruntime"
         self.calls: list[int] = []
