@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pytest_trt.compare.verdict import Breach, OutputMetrics, num, pct
+from pytest_trt.compare.verdict import FAIL, Breach, MetricCheck, OutputMetrics, num, pct
 from pytest_trt.golden.options import APPROVE_OPTION, ENGINE_BUILD_OPTION, UPDATE_OPTION
 
 MAX_BREACH_LINES = 30
@@ -73,11 +73,18 @@ def render_regression(
     problems: Sequence[str] = (),
     nodeid: str | None = None,
     command_args: Sequence[str] = (),
+    checks: Sequence[MetricCheck] = (),
+    refused: Sequence[str] = (),
 ) -> str:
-    """The one failure message of a check: problems, breaches, tables, next step."""
+    """The one failure message of a check: problems, refusals, breaches, every other metric, tables, next step."""
     lines = [f"golden check failed: {golden}"]
     lines += [f"[GOLDEN] {p}" for p in problems]
+    lines += [f"[REFUSED] {r}" for r in refused]
     lines += _cap([b.line() for b in breaches], MAX_BREACH_LINES, "breached thresholds")
+    others = [c.line() for c in checks if c.status != FAIL]
+    if others:
+        lines.append("Other metrics checked:")
+        lines += ["  " + line for line in _cap(others, MAX_BREACH_LINES, "metric lines")]
     if structure:
         lines.append("[STRUCTURE] the engine's structure differs from the golden's:")
         lines += ["  " + s for s in _cap(structure.splitlines(), MAX_BREACH_LINES, "structure lines")]

@@ -9,7 +9,7 @@ approval (with those deltas) is appended to the file and to APPROVALS.jsonl.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import h5py
@@ -57,7 +57,8 @@ def _ensure_dataset(f: h5py.File, dataset: GoldenDataset | None, check: GoldenCh
 
 
 def update(check: GoldenCheck, config: Any, engine: Any, outputs: Mapping[str, np.ndarray] | None, *,
-           dataset: GoldenDataset | None, batch_size: int | None) -> UpdateResult:
+           dataset: GoldenDataset | None, batch_size: int | None,
+           classifier: Callable[[str], bool | None] = lambda name: None) -> UpdateResult:
     """Write the approved snapshot of ``config``; return what changed against the previous one."""
     __tracebackhide__ = True
     from pytest_trt.golden import workflow as wf
@@ -80,9 +81,11 @@ def update(check: GoldenCheck, config: Any, engine: Any, outputs: Mapping[str, n
         group, generation = store.begin_snapshot(f, name)
         compare_old = old is not None and not dataset_changed
         old_outputs = dict(f[f"history/{name}/gen-{generation - 1:04d}/outputs"].items()) if compare_old else {}
-        streams = wf.pre_streams(old_outputs, old_baselines, strict=False)
+        max_label = None if labels is None or not labels.size else int(labels.max())
+        make = wf.stream_factory(old_baselines, classifier, max_label, strict=False)
+        streams = wf.pre_streams(old_outputs, make)
         wf.feed(check, engine, outputs, dict(ds_group["inputs"].items()), samples, batch_size, streams,
-                golden_outputs=None, label=label, sink=_Sink(group, samples))
+                golden_outputs=None, label=label, sink=_Sink(group, samples), new_stream=make)
         deltas = {n: s.result(samples, labels, tags, wf.baseline_of(old_baselines, n))
                   for n, s in streams.items() if s.golden is not None}
         baselines = {n: s.baseline(labels, tags) for n, s in streams.items()}

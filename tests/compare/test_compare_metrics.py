@@ -72,7 +72,9 @@ def test_nonfinite_obtained_always_fails_unless_allowed() -> None:
     assert m.elements.l2_delta == 0.0  # the finite pairs agree
     texts = [b.text for b in evaluate(m, Thresholds(l2_delta=None, top1_drop=None))]
     assert any("2 NaN/Inf in the obtained output" in t for t in texts)
-    assert evaluate(m, Thresholds(allow_nonfinite=True)) == ()
+    # allowed: only the argmax of the NaN row moved, which the unlabelled agreement check (99.5 %) sees
+    assert [b.text.split(":")[0] for b in evaluate(m, Thresholds(allow_nonfinite=True))] == ["Top-1 agreement"]
+    assert evaluate(m, Thresholds(allow_nonfinite=True, top1_drop=None)) == ()
 
 
 def test_every_breach_is_listed() -> None:
@@ -80,7 +82,7 @@ def test_every_breach_is_listed() -> None:
     t = Thresholds(l2_delta=0.05, max_abs=0.01, max_rel=0.01, cosine=0.999, top1_agreement=0.99, top1_drop=0.005)
     texts = [b.text.split(":")[0] for b in evaluate(metrics_of(obtained, golden, labels), t)]
     assert texts == ["Output L2 norm delta", "Max abs error", "Max rel error", "Cosine similarity",
-                     "Top-1 agreement with golden", "Top-1 Acc drop"]
+                     "Top-1 agreement", "Top-1 Acc drop"]
 
 
 def test_streaming_equals_whole_array_in_float64() -> None:

@@ -12,7 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_trt.golden.options import APPROVE_OPTION, GOLDEN_DIR_OPTION, UPDATE_OPTION
+from pytest_trt.golden.options import (
+    APPROVE_OPTION,
+    GOLDEN_DIR_OPTION,
+    PROVENANCE_FAIL_ON_INI,
+    PROVENANCE_OPTION,
+    UPDATE_OPTION,
+)
 from pytest_trt.golden.store import GoldenFile
 
 # the golden hooks alone: the main plugin (entry point "trt") and hypothesis only slow each run down
@@ -87,9 +93,27 @@ def test_lifecycle_with_the_hooks_alone(project: pytest.Pytester, monkeypatch: p
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*[[]REGRESSION[]] logits: Output L2 norm delta: 0.18 > threshold(0.05)*"])
     project.makeini("[pytest]\ntrt_golden_l2_delta = 0.5\ntrt_golden_drift_sd = none\n")
-    result = project.runpytest(*HOOKS)  # ini thresholds apply (still tainted: the ONNX changed)
+    result = project.runpytest(*HOOKS)  # ini thresholds apply; the changed ONNX is compared and noted
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*trt golden provenance*", "test_tiny.py::test_tiny",
+                                 "*tiny.h5 [[]tiny[]] generation 1: provenance differs (config_hash: golden *"
+                                 "onnx_sha256: golden *); within thresholds; approve a refresh to record the new "
+                                 "provenance:"])
+    result = project.runpytest(*HOOKS, PROVENANCE_OPTION, "fail")  # strict: any difference fails
     result.assert_outcomes(failed=1)
-    assert "Output L2 norm delta" not in result.stdout.str() and "onnx_sha256 differs" in result.stdout.str()
+    result.stdout.fnmatch_lines(["*the snapshot is tainted: onnx_sha256 differs*"])
+    project.makeini("[pytest]\ntrt_golden_l2_delta = 0.5\ntrt_golden_drift_sd = none\n"
+                    f"{PROVENANCE_FAIL_ON_INI} = device config_hash\n")
+    result = project.runpytest(*HOOKS)  # per field: a config change fails, under the default policy
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*the snapshot is tainted: config_hash differs*",
+                                 "*provenance differs, compared anyway: onnx_sha256*"])
+    project.makeini(f"[pytest]\n{PROVENANCE_FAIL_ON_INI} = gpu\n")
+    bad = project.runpytest(*HOOKS)
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*provenance field 'gpu' is not one of backend, backend_version, device, config_hash, "
+                              "onnx_sha256*"])
+    project.makeini("[pytest]\ntrt_golden_l2_delta = 0.5\ntrt_golden_drift_sd = none\n")
     result = project.runpytest(*HOOKS, UPDATE_OPTION, APPROVE_OPTION, "retrained, CR-2")  # 5. refresh
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*generation 2: logits: L2 delta 0.18*"])
