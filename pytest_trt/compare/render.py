@@ -97,10 +97,16 @@ def render_regression(
     return "\n".join(lines)
 
 
-def render_deltas(label: str, deltas: Mapping[str, OutputMetrics]) -> list[str]:
-    """One line per output of what an approved refresh changed (old snapshot -> new)."""
+def render_deltas(label: str, deltas: Mapping[str, OutputMetrics], *, previous: int = 0,
+                  dataset_changed: bool = False) -> list[str]:
+    """One line per output of what an approved refresh changed (generation ``previous`` -> new)."""
     if not deltas:
-        return [f"{label}: new snapshot (no previous generation to compare)"]
+        if previous < 1:
+            return [f"{label}: new snapshot (no previous generation to compare)"]
+        if dataset_changed:
+            return [f"{label}: new golden dataset; generation {previous} ran other inputs, so its outputs are not "
+                    "comparable (the approval records both provenances)"]
+        return [f"{label}: generation {previous} holds none of these outputs with these shapes: nothing to compare"]
     out = []
     for name, m in deltas.items():
         e = m.elements

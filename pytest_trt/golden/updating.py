@@ -107,7 +107,8 @@ def update(check: GoldenCheck, config: Any, engine: Any, outputs: Mapping[str, n
         store.append_approval(f, approval.to_dict())
     append_jsonl(settings.golden_dir, json.loads(json.dumps(approval.to_dict(), default=_jsonable)))
     structure_text = None if diff is None or diff.is_empty else diff.render()
-    return wf.UpdateResult(name, path, generation, deltas, structure_text, approval)
+    return wf.UpdateResult(name, path, generation, deltas, structure_text, approval,
+                           dataset_changed=old is not None and dataset_changed)
 
 
 def _jsonable(obj: Any) -> Any:

@@ -101,11 +101,12 @@ class UpdateResult:
     deltas: Mapping[str, OutputMetrics]
     structure: str | None
     approval: Approval
+    dataset_changed: bool = False  # the refresh replaced the golden dataset: earlier outputs ran other inputs
 
     def summary_lines(self) -> list[str]:
         """Terminal-summary lines: what the refresh changed, per output."""
         label = f"{self.path.name} [{self.config}] generation {self.generation}"
-        lines = render_deltas(label, self.deltas)
+        lines = render_deltas(label, self.deltas, previous=self.generation - 1, dataset_changed=self.dataset_changed)
         if self.structure:
             lines += [f"{label}: structure: {s}" for s in self.structure.splitlines()]
         return lines
