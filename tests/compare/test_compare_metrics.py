@@ -191,3 +191,28 @@ def test_metrics_never_crash_and_stay_in_range(a: np.ndarray, b: np.ndarray) -> 
     s = element_stats(a[:n], b[:n])
     assert -1.0 <= s.cosine <= 1.0
     assert s.l2_delta >= 0 and s.max_abs >= 0 and s.count == n
+
+
+def test_drift_of_near_uniform_outputs_has_a_floor() -> None:
+    rng = np.random.default_rng(7)
+    golden = (1e-7 * rng.standard_normal((256, 1000))).astype(np.float64)  # near-uniform over 1000 classes
+    base = distribution.baseline(golden)
+    stats = {s.stat: s for s in base.stats}
+    assert stats["entropy"].mean == pytest.approx(np.log(1000), abs=1e-9)
+    assert stats["entropy"].sd < 1e-9  # the bootstrap SD alone would make any change thousands of SDs
+    moved = golden + 1e-6 * rng.standard_normal(golden.shape)
+    drifts = distribution.drift(base, distribution.per_sample(moved, logits=True))
+    assert all(d.drift_sd < 0.01 for d in drifts), [(d.stat, d.drift_sd) for d in drifts]
+    entropy = next(d for d in drifts if d.stat == "entropy")
+    assert entropy.floor == pytest.approx(1e-3 * np.log(1000))  # 0.1 % of the statistic's scale
+    m = OutputMetrics("logits", 256, element_stats(moved, golden), 1.0, drift=drifts)
+    assert not [b for b in evaluate(m, Thresholds(l2_delta=None)) if "drift" in b.text]
+
+
+def test_drift_floor_still_sees_a_real_shift() -> None:
+    rng = np.random.default_rng(8)
+    golden = rng.standard_normal((500, 10)) * 3.0
+    base = distribution.baseline(golden)
+    cooler = distribution.drift(base, distribution.per_sample(golden * 0.9, logits=True))  # calibration-like shift
+    by = {d.stat: d for d in cooler}
+    assert by["max_confidence"].drift_sd > 3 and by["max_confidence"].sd > by["max_confidence"].floor

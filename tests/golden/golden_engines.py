@@ -94,3 +94,27 @@ class OutputsOnly(OrtEngine):
         out = super().run(feeds)
         out.pop("pred")
         return out
+
+
+def real_engine(config: BuildConfig) -> object:
+    """A real ONNX Runtime build through the product's backend: a ``pytest_trt.engine.Engine``."""
+    from pytest_trt.backends.onnxruntime import OrtBackend
+    from pytest_trt.engine import Engine
+
+    backend = OrtBackend()
+    return Engine(config, backend.build(config), backend)
+
+
+def write_topk_model(path: Path, *, classes: int = 4, damp: float = 1.0) -> Path:
+    """x (N, C) -> logits = x @ diag(damp, 1, ..., 1): ``damp < 1`` lowers class 0's score only."""
+    w = np.eye(classes, dtype=np.float32)
+    w[0, 0] = damp
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["logits"], name="fc")], "topk",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", classes])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", classes])],
+        [numpy_helper.from_array(w, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.save(model, str(path))
+    return path
