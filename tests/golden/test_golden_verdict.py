@@ -18,10 +18,10 @@ import pytest
 from golden_engines import real_engine, write_topk_model
 
 from pytest_trt.config import BuildConfig, Profile
+from pytest_trt.errors import GoldenTainted
 from pytest_trt.golden.dataset import GoldenDataset
 from pytest_trt.golden.provenance import ProvenancePolicy
 from pytest_trt.golden.workflow import CheckResult, GoldenCheck, GoldenRegression, UpdateResult
-from pytest_trt.errors import GoldenTainted
 
 pytest.importorskip("onnxruntime")
 
