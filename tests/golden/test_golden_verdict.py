@@ -122,3 +122,16 @@ def test_provenance_note_in_verdict_and_strict_policy(golden: MakeGolden, model_
     assert isinstance(detail, dict) and [p["field"] for p in detail["provenance"]] == ["config_hash", "onnx_sha256"]
     with pytest.raises(GoldenTainted):
         golden(provenance=ProvenancePolicy("fail")).check(changed, top1_agreement=0.7, drift_sd=None)
+
+
+def test_the_golden_remembers_the_classifier_decision(golden: MakeGolden, model_dir: Path) -> None:
+    config = _config(model_dir, 1.0)
+    x = _unlabelled().inputs["x"]
+    labelled = GoldenDataset.from_arrays({"x": x}, labels=np.arange(N) % C)  # labels index into C: detected
+    golden(update=True, approve="boxes, not classes").check(real_engine(config), dataset=labelled, classifier=False)
+    result = golden().check(real_engine(config))  # no classifier= now: the recorded False holds
+    assert isinstance(result, CheckResult)
+    assert [c.metric for c in result.verdict.checks] == ["l2_delta"]
+    assert result.metrics["logits"].top1_agreement is None
+    detected = golden().check(real_engine(config), classifier=True)
+    assert isinstance(detected, CheckResult) and detected.metrics["logits"].top1_agreement == 1.0
