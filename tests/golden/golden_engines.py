@@ -1,8 +1,9 @@
-"""A real ONNX Runtime session behind the golden engine protocol, for the golden tests.
+"""Engines for the golden tests: real ONNX Runtime builds, and an adapter for what a build cannot vary.
 
-The real ORT backend is another module; this adapter is the smallest object
-that satisfies :class:`pytest_trt.golden.workflow.EngineLike`, so these tests
-exercise real inference, real HDF5 files and real subprocesses.
+:func:`real_engine` builds through the product's ONNX Runtime backend.
+:class:`OrtEngine` wraps a real session but lets a test set what one machine
+cannot produce by building: another backend version or device, or another
+fusion (``FUSED``), for the provenance and structure tests.
 """
 
 from __future__ import annotations

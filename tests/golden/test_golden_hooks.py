@@ -1,7 +1,7 @@
 """The hook module through pytester: options, usage errors, the fixture, the summary, xdist.
 
-The project under test overrides ``trt_engine`` with the ONNX Runtime adapter
-of ``golden_engines.py``, so these runs need only the golden hook module.
+The project under test overrides ``trt_engine`` with a real ONNX Runtime build
+(``golden_engines.real_engine``), so these runs need only the golden hook module.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import os, sys
 sys.path.insert(0, {str(HERE)!r})
 import numpy as np
 import pytest
-from golden_engines import OrtEngine, write_model
+from golden_engines import real_engine, write_model
 from pytest_trt.config import BuildConfig, Profile
 from pytest_trt.golden.dataset import GoldenDataset
 
@@ -38,7 +38,7 @@ from pytest_trt.golden.dataset import GoldenDataset
 def trt_engine(tmp_path_factory):
     scale = float(os.environ.get("TINY_SCALE", "1.0"))
     path = write_model(tmp_path_factory.mktemp("m") / "tiny.onnx", scale=scale)
-    return OrtEngine(BuildConfig(name="tiny", onnx=path, profiles=(Profile(x=((1, 8), (16, 8), (16, 8))),)))
+    return real_engine(BuildConfig(name="tiny", onnx=path, profiles=(Profile(x=((1, 8), (16, 8), (16, 8))),)))
 
 @pytest.fixture
 def dataset():
