@@ -128,6 +128,15 @@ def test_golden_of_another_onnxruntime_version(project: pytest.Pytester) -> None
                                  f"*my_model.h5 [[]my_model[]] generation 1: provenance differs (backend_version: "
                                  f"golden onnxruntime 1.23.2, engine onnxruntime {now}); within thresholds; "
                                  "approve a refresh to record the new provenance:"])
+    (bundle,) = (project.path / "trt-bundles").glob("*.tar.gz")  # stored with the verdict in the audit bundle
+    from pytest_trt.audit.verify import verify_bundle
+
+    stored = verify_bundle(bundle).golden or {}
+    verdict = stored["tests/test_golden.py::test_my_model_golden"]
+    assert verdict["verdict"] == "pass" and "within thresholds" in verdict["message"]
+    assert verdict["detail"]["provenance"] == [{"field": "backend_version", "golden": "onnxruntime 1.23.2",
+                                                "engine": f"onnxruntime {now}", "fatal": False}]
+    assert {c["metric"] for c in verdict["detail"]["checks"]} >= {"l2_delta", "top1_drop", "top1_agreement"}
     strict = project.runpytest(*first, *QUIET, PROVENANCE_OPTION, "fail")
     strict.assert_outcomes(failed=1)
     strict.stdout.fnmatch_lines([f"*the snapshot is tainted: backend_version differs (golden 'onnxruntime "
