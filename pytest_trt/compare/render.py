@@ -92,6 +92,10 @@ def render_regression(
         lines.append("Per-output figures (obtained vs golden):")
         lines += metrics_table(metrics)
         lines += tag_table(metrics)
+    if refused and not (breaches or problems or structure):
+        lines.append("The outputs are not the problem: a threshold that cannot be evaluated never passes. Change it "
+                     "in check(), or replace the golden dataset with a labelled one through an approved update.")
+        return "\n".join(lines)
     lines.append("If this change is expected and approved, refresh the golden with a recorded reason:")
     lines.append("  " + update_command(nodeid, args=command_args))
     return "\n".join(lines)

@@ -43,9 +43,10 @@ def _ensure_dataset(f: h5py.File, dataset: GoldenDataset | None, check: GoldenCh
     if "dataset" not in f:
         if dataset is None:
             raise GoldenMissing(
-                f"no golden dataset for {name!r} in {check.path_for(name)}: pass "
-                "dataset=GoldenDataset.from_arrays(...) "
-                "(or from_directory / from_polygraphy) to check(), or write one with pytest_trt.golden.create_golden()",
+                f"no golden dataset for {name!r} in {check.path_for(name)}: pass one to check(), e.g. "
+                "dataset=GoldenDataset.from_directory(\"golden_data\") or GoldenDataset.from_arrays(...) "
+                "(`from pytest_trt import GoldenDataset`), or write one into the file with "
+                "pytest_trt.golden.updating.create_golden(path, dataset)",
                 path=str(check.path_for(name)),
             )
         store.write_dataset(f, dataset)
