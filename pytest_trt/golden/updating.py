@@ -16,7 +16,7 @@ import h5py
 import numpy as np
 
 from pytest_trt.errors import GoldenError, GoldenMissing
-from pytest_trt.golden import atomic, provenance, store, structure
+from pytest_trt.golden import atomic, provenance, running, store, structure
 from pytest_trt.golden.approvals import Approval, append_jsonl, approver
 from pytest_trt.golden.dataset import GoldenDataset, dataset_digest
 
@@ -83,11 +83,11 @@ def update(check: GoldenCheck, config: Any, engine: Any, outputs: Mapping[str, n
         compare_old = old is not None and not dataset_changed
         old_outputs = dict(f[f"history/{name}/gen-{generation - 1:04d}/outputs"].items()) if compare_old else {}
         max_label = None if labels is None or not labels.size else int(labels.max())
-        make = wf.stream_factory(old_baselines, classifier, max_label, strict=False)
-        streams = wf.pre_streams(old_outputs, make)
-        wf.feed(check, engine, outputs, dict(ds_group["inputs"].items()), samples, batch_size, streams,
+        make = running.stream_factory(old_baselines, classifier, max_label, strict=False)
+        streams = running.pre_streams(old_outputs, make)
+        running.feed(check, engine, outputs, dict(ds_group["inputs"].items()), samples, batch_size, streams,
                 golden_outputs=None, label=label, sink=_Sink(group, samples), new_stream=make)
-        deltas = {n: s.result(samples, labels, tags, wf.baseline_of(old_baselines, n))
+        deltas = {n: s.result(samples, labels, tags, running.baseline_of(old_baselines, n))
                   for n, s in streams.items() if s.golden is not None}
         baselines = {n: s.baseline(labels, tags) for n, s in streams.items()}
         new_prov = (provenance.from_engine(engine, dataset_sha256=digest, cwd=settings.rootdir) if engine is not None

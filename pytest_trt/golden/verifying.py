@@ -13,7 +13,7 @@ from pytest_trt.compare.render import update_command
 from pytest_trt.compare.thresholds import ThresholdSet
 from pytest_trt.compare.verdict import ProvenanceChange
 from pytest_trt.errors import GoldenMissing
-from pytest_trt.golden import provenance, structure
+from pytest_trt.golden import provenance, running, structure
 from pytest_trt.golden.dataset import GoldenDataset
 from pytest_trt.golden.options import PROVENANCE_FAIL_ON_INI, PROVENANCE_INI, PROVENANCE_OPTION
 from pytest_trt.golden.store import GoldenFile, guard
@@ -98,11 +98,12 @@ def verify(
         label = f"golden {path.name} [{name}]"
         labels, tags = g.labels(), g.tags()
         max_label = None if labels is None or not labels.size else int(labels.max())
-        make = wf.stream_factory(snap.baselines, classifier, max_label, strict=True)
-        streams = wf.pre_streams(snap.outputs, make)
-        wf.feed(check, engine, outputs, g.inputs(), g.samples, batch_size, streams,
+        make = running.stream_factory(snap.baselines, classifier, max_label, strict=True)
+        streams = running.pre_streams(snap.outputs, make)
+        running.feed(check, engine, outputs, g.inputs(), g.samples, batch_size, streams,
                 golden_outputs=snap.outputs, label=label, new_stream=make)
-        metrics = {n: s.result(g.samples, labels, tags, wf.baseline_of(snap.baselines, n)) for n, s in streams.items()}
+        metrics = {n: s.result(g.samples, labels, tags, running.baseline_of(snap.baselines, n))
+                   for n, s in streams.items()}
         record_json = snap.record_json()
         generation = snap.generation
     structure_text = None

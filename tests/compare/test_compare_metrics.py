@@ -9,10 +9,11 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from pytest_trt.compare import distribution
+from pytest_trt.compare.assess import evaluate
 from pytest_trt.compare.metrics import ElementAccumulator, element_stats, per_tag, split_tags, top1
 from pytest_trt.compare.render import render_regression
 from pytest_trt.compare.thresholds import Thresholds, ThresholdSet, parse_ini_value
-from pytest_trt.compare.verdict import OutputMetrics, evaluate
+from pytest_trt.compare.verdict import OutputMetrics
 from pytest_trt.errors import GoldenError
 
 
