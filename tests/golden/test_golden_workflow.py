@@ -207,7 +207,11 @@ def test_dataset_passed_to_check_must_match_the_file(
     other = GoldenDataset.from_arrays({"x": dataset.inputs["x"] + 1}, dataset.labels, dataset.tags)
     with pytest.raises(GoldenRegression, match="differs from the golden file's dataset"):
         golden().check(real_engine(config), dataset=other)
-    approve(golden, real_engine(config), other, reason="new curated set")  # approved replacement
+    replaced = approve(golden, real_engine(config), other, reason="new curated set")  # approved replacement
+    assert replaced.generation == 2 and replaced.deltas == {}
+    assert replaced.summary_lines() == ["tiny.h5 [tiny] generation 2: new golden dataset; generation 1 ran other "
+                                        "inputs, so its outputs are not comparable (the approval records both "
+                                        "provenances)"]
     golden().check(real_engine(config), dataset=other)
 
 
