@@ -217,3 +217,36 @@ def test_drift_floor_still_sees_a_real_shift() -> None:
     cooler = distribution.drift(base, distribution.per_sample(golden * 0.9, logits=True))  # calibration-like shift
     by = {d.stat: d for d in cooler}
     assert by["max_confidence"].drift_sd > 3 and by["max_confidence"].sd > by["max_confidence"].floor
+
+
+_LIMITS = st.one_of(st.none(), st.floats(0, 1, allow_nan=False))
+
+
+@given(
+    classifier=st.booleans(), labelled=st.booleans(), drift=st.booleans(),
+    limits=st.fixed_dictionaries({n: _LIMITS for n in ("l2_delta", "max_abs", "max_rel", "cosine",
+                                                        "top1_agreement", "top1_drop", "drift_sd")}),
+)
+def test_every_threshold_set_is_evaluated_or_refused(classifier: bool, labelled: bool, drift: bool,
+                                                     limits: dict[str, float | None]) -> None:
+    from pytest_trt.compare.assess import assess, refusals
+
+    rng = np.random.default_rng(0)
+    golden = rng.standard_normal((20, 4))
+    e = element_stats(golden * 1.01, golden)
+    drifts = distribution.drift(distribution.baseline(golden), distribution.per_sample(golden, logits=True))
+    m = OutputMetrics("out", 20, e, 0.9 if classifier else None, 0.5 if classifier and labelled else None,
+                      0.6 if classifier and labelled else None, drift=drifts if classifier and drift else ())
+    checks = assess(m, Thresholds(**limits))
+    given_names = frozenset(n for n, v in limits.items() if v is not None)
+    refused = refusals(checks, given_names, {})
+    evaluated = {c.metric for c in checks if c.evaluated}
+    for name in given_names:
+        assert name in evaluated or any(r.startswith(name) for r in refused), (name, checks, refused)
+    for c in checks:  # a check's verdict agrees with its own numbers
+        if c.evaluated:
+            assert c.value is not None and c.threshold is not None
+            if c.metric == "cosine" or c.metric == "top1_agreement":
+                assert (c.status == "pass") == (c.value >= c.threshold)
+            else:
+                assert (c.status == "pass") == (c.value <= c.threshold)
