@@ -8,6 +8,8 @@ TensorRT, ONNX Runtime or h5py.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from pytest_trt.assertions import (
     assert_fused,
     assert_layer_count,
@@ -33,7 +35,21 @@ from pytest_trt.errors import (
 )
 from pytest_trt.result import BuildResult, LogEntry
 
+if TYPE_CHECKING:
+    from pytest_trt.golden.dataset import GoldenDataset
+
 __version__ = "0.1.0"
+
+#: public names imported on first use: they need numpy, which loading the plugin must not import
+_LAZY = {"GoldenDataset": "pytest_trt.golden.dataset"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'pytest_trt' has no attribute {name!r}")
 
 __all__ = [
     "BackendUnavailable",
@@ -46,6 +62,7 @@ __all__ = [
     "Engine",
     "EngineNotRunnable",
     "GoldenCorrupt",
+    "GoldenDataset",
     "GoldenMissing",
     "GoldenTainted",
     "InputMismatch",

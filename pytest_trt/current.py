@@ -36,3 +36,8 @@ def current_engine(engine: Engine | None = None) -> Engine:
         labels = ", ".join(e.label for e in unique)
         raise AssertionContextError(f"this test uses {len(unique)} engines ({labels}): pass engine=... to choose one")
     return unique[0]
+
+
+def in_test() -> bool:
+    """Whether a pytest test (with the plugin's call wrapper) is running in this context."""
+    return _CURRENT.get() is not None

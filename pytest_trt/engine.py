@@ -7,6 +7,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_trt.current import in_test
+from pytest_trt.errors import EngineNotRunnable
+from pytest_trt.skipping import not_runnable_message, skip_here
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -67,9 +71,18 @@ class Engine:
         :class:`~pytest_trt.errors.EngineNotRunnable` where this machine
         cannot execute the engine.
         """
+        __tracebackhide__ = True
         from pytest_trt.runio import run_checked  # numpy: loaded on first run, not with the plugin
 
-        return run_checked(self.runner, self.config, feeds, label=self.label)
+        try:
+            runner = self.runner
+        except EngineNotRunnable as exc:
+            if not in_test():
+                raise
+            skip = not_runnable_message(exc.message, self.backend_name)
+        else:
+            return run_checked(runner, self.config, feeds, label=self.label)
+        skip_here(skip)  # outside the except block: the report shows the reason, not a chained traceback
 
     def reference(self) -> Runner:
         """The same model with every optimization disabled (ONNX Runtime), for differential tests."""

@@ -137,7 +137,9 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
         end_test(token)
     if failure is not None:
         pytest.fail(failure, pytrace=False)
-    pytest.skip(skip or "engine not runnable here")
+    from pytest_trt.skipping import not_runnable_message
+
+    pytest.skip(not_runnable_message(skip or "engine not runnable here", ""))
 
 
 def _provide(request: pytest.FixtureRequest, config: BuildConfig) -> Engine:

@@ -56,7 +56,7 @@ def summary_rows(provider: EngineProvider) -> list[dict[str, Any]]:
                 "status": ev.status,
                 "build_s": round(float(e.result.durations.get("build", 0.0)), 3),
                 "layers": layers,
-                "backend": f"{e.backend_name} {e.backend.version()}",
+                "backend": f"{e.backend_name} {e.result.backend_version}",
             }
         )
     return rows

@@ -68,6 +68,9 @@ class BuildResult:
     versions: dict[str, str]  # backend, onnx_parser, onnx, python, ...
     device: dict[str, Any]  # {"kind": "gpu"|"cpu-aot"|"cpu", "name": ..., "compute_capability": ..., "targets": [...]}
     extra: dict[str, Any] = field(default_factory=dict)
+    #: the backend library's version ("10.13.0.35", "1.7.1.116", "1.23.2"); every backend fills it,
+    #: and goldens, bundles and reports read it here, never from ``versions``
+    backend_version: str = ""
 
     @functools.cached_property
     def engine_sha256(self) -> str:
@@ -83,6 +86,7 @@ class BuildResult:
         return {
             "schema": ARTIFACT_SCHEMA,
             "backend": self.backend,
+            "backend_version": self.backend_version,
             "config_hash": self.config_hash,
             "onnx_sha256": self.onnx_sha256,
             "engine_sha256": self.engine_sha256,
@@ -149,4 +153,22 @@ class BuildResult:
             versions=build["versions"],
             device=build["device"],
             extra=build.get("extra", {}),
+            # entries written before the field existed: recovered from their versions dict
+            backend_version=str(build.get("backend_version") or "")
+            or legacy_backend_version(build["backend"], build["versions"]),
         )
+
+
+def legacy_backend_version(backend: str, versions: dict[str, str]) -> str:
+    """The version in a ``versions`` dict of a result made before :attr:`BuildResult.backend_version` existed.
+
+    TensorRT results then held the backend's *name* under ``"backend"`` and the
+    version under the module's name (``tensorrt``, ``tensorrt_rtx``); ONNX
+    Runtime held the version under both.  Only a value that starts with a
+    digit is a version; ``""`` when none does.
+    """
+    for key in (backend.replace("-", "_"), backend, "backend"):
+        value = str(versions.get(key) or "")
+        if value[:1].isdigit():
+            return value
+    return ""

@@ -84,14 +84,7 @@ def canonical_json(data: Any) -> bytes:
 
 def backend_version(result: BuildResult) -> str:
     """The backend library version a build used (``"unknown"`` when the result lacks it)."""
-    v = result.versions
-    module = result.backend.replace("-", "_")
-    # versions["backend"] holds the backend's *name* in the foundation's results
-    for key in (module, result.backend, "backend_version", "backend"):
-        value = str(v.get(key) or "")
-        if value[:1].isdigit():
-            return value
-    return "unknown"
+    return result.backend_version or "unknown"
 
 
 def _slug(text: str) -> str:

@@ -30,7 +30,7 @@ INI_BUNDLE_HOSTNAME = "trt_bundle_hostname"
 DEFAULT_BUNDLE_DIR = "trt-bundles"
 SECTION = "trt audit"
 #: junit XML property names, in the order they are recorded per engine
-PROPERTIES = ("trt_bundle", "trt_bundle_sha256", "trt_config_hash", "trt_backend_version")
+PROPERTIES = ("trt_bundle", "trt_bundle_sha256", "trt_config_hash", "trt_backend", "trt_backend_version")
 
 RECORDER = pytest.StashKey["BundleRecorder"]()
 _DONE = pytest.StashKey[bool]()
@@ -131,7 +131,8 @@ def _audit_item(item: pytest.Item, when: str) -> list[EngineAudit]:
         audit = recorder.audit(engine, mine)
         audits.append(audit)
         if audit.info is not None:
-            values = (str(audit.info.path), audit.info.sha256, audit.info.config_hash, audit.info.backend_version)
+            values = (str(audit.info.path), audit.info.sha256, audit.info.config_hash, engine.result.backend,
+                      audit.info.backend_version)
             item.user_properties.extend(zip(PROPERTIES, values, strict=True))
     if audits:
         item.add_report_section(when, SECTION, section_text(audits))

@@ -253,7 +253,7 @@ class OrtBackend:
             backend=NAME, engine=engine, log=log, config=config.to_json(), effective_config=effective,
             config_hash=config.hash_with(onnx_sha256), onnx_sha256=onnx_sha256,
             durations={"parse": parse_s, "build": build_s}, versions=self.versions(), device=self.device(config),
-            extra={"log_unparsed_lines": unparsed},
+            extra={"log_unparsed_lines": unparsed}, backend_version=self.version(),
         )
 
     def _effective(

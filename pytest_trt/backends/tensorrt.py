@@ -56,15 +56,8 @@ class TensorRTBackend:
         import onnx
 
         parser = getattr(self.trt, "get_nv_onnx_parser_version", None)
-        out = {
-            "backend": self.name,
-            self.module_name: self.version(),
-            "onnx": onnx.__version__,
-            "python": platform.python_version(),
-        }
-        if parser is not None:
-            out["onnx_parser"] = str(parser())
-        return out
+        return versions_dict(self.module_name, self.version(), onnx_version=onnx.__version__,
+                             parser_version=None if parser is None else str(parser()))
 
     def device(self, config: BuildConfig) -> dict[str, Any]:
         gpus = gpu_device.gpus()
@@ -207,16 +200,15 @@ class TensorRTBackend:
             )
         if timing_cache is not None and config.timing_cache is not None:
             write_bytes_atomic(config.timing_cache, bytes(memoryview(builder_config.get_timing_cache().serialize())))
-        return BuildResult(
+        return build_result(
             backend=self.name,
+            version=f.version,
+            versions=self.versions(),
             engine=bytes(memoryview(serialized)),
-            log=(),  # filled in by build() once capture stops
-            config=config.to_json(),
-            effective_config=effective,
-            config_hash=config.hash_with(onnx_sha),
+            config=config,
+            effective=effective,
             onnx_sha256=onnx_sha,
             durations={"parse": parse_s, "build": build_s},
-            versions=self.versions(),
             device=self.device(config),
         )
 
@@ -273,6 +265,46 @@ class TensorRTBackend:
             if importlib.util.find_spec(mod) is not None:
                 return None
         return "neither cuda-python nor pycuda is installed (pip install 'pytest-trt[gpu]')"
+
+
+def versions_dict(module: str, version: str, *, onnx_version: str, parser_version: str | None) -> dict[str, str]:
+    """The ``versions`` of a TensorRT-family build: ``backend`` and the module's name hold the version."""
+    out = {"backend": version, module: version, "onnx": onnx_version, "python": platform.python_version()}
+    if parser_version is not None:
+        out["onnx_parser"] = parser_version
+    return out
+
+
+def build_result(
+    *,
+    backend: str,
+    version: str,
+    versions: dict[str, str],
+    engine: bytes,
+    config: BuildConfig,
+    effective: dict[str, Any],
+    onnx_sha256: str,
+    durations: dict[str, float],
+    device: dict[str, Any],
+) -> BuildResult:
+    """The :class:`BuildResult` of a TensorRT-family build (no TensorRT needed: tested on its own).
+
+    ``backend`` is the name (``tensorrt``, ``tensorrt-rtx``), ``version`` the
+    module's ``__version__``; the log is filled in once capture stops.
+    """
+    return BuildResult(
+        backend=backend,
+        engine=engine,
+        log=(),
+        config=config.to_json(),
+        effective_config=effective,
+        config_hash=config.hash_with(onnx_sha256),
+        onnx_sha256=onnx_sha256,
+        durations=durations,
+        versions=versions,
+        device=device,
+        backend_version=version,
+    )
 
 
 def _call(obj: Any, name: str) -> Any:

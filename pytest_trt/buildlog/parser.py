@@ -373,8 +373,7 @@ def parse_result(result: BuildResult, *, onnx: Any = None) -> BuildRecord:
     TensorRT-RTX logs name neither the library nor its version; the :class:`BuildResult` knows both.
     """
     record = parse_entries(result.log, onnx=onnx)
-    version = result.versions.get(result.backend.replace("-", "_")) or result.versions.get(result.backend)
-    return replace(record, backend=result.backend, backend_version=version or record.backend_version)
+    return replace(record, backend=result.backend, backend_version=result.backend_version or record.backend_version)
 
 
 def read_log(path: str | Path, onnx: Any = None) -> BuildRecord:

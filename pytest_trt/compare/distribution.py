@@ -18,9 +18,14 @@ import numpy as np
 STATS = ("max_confidence", "entropy", "top2_margin")
 RESAMPLES = 200
 SEED = 0
-#: an SD of exactly zero (every golden sample equally confident) would make any
-#: change an infinite drift; this relative floor keeps the number readable
-_SD_FLOOR = 1e-9
+#: Drift is judged against ``max(bootstrap SD, SD_FLOOR * max(1, |golden mean|))``.
+#: A near-constant output (a near-uniform classifier: entropy 6.91 +- 1.6e-12 over
+#: the golden set) has a bootstrap SD at rounding level, so a change in the 7th
+#: digit read as 68,105 SD.  The floor puts the smallest SD that counts at 0.1 % of
+#: the statistic's scale: 0.001 for confidence and margin (probabilities, scale
+#: 1), 0.0069 for the entropy of 1000 classes (scale ln 1000); 3 SD then still
+#: catches a 0.3-point shift of mean confidence, the size calibration changes make.
+SD_FLOOR = 1e-3
 
 
 def looks_like_probabilities(scores: np.ndarray) -> bool:
@@ -108,8 +113,19 @@ class Drift:
     stat: str
     golden_mean: float
     obtained_mean: float
-    sd: float
-    drift_sd: float
+    sd: float  # the golden's bootstrap SD
+    drift_sd: float  # |obtained - golden| / max(sd, floor)
+    floor: float = 0.0
+
+    def sd_text(self) -> str:
+        if self.floor > self.sd:
+            return f"SD floor {self.floor:.3g} (bootstrap SD {self.sd:.3g})"
+        return f"bootstrap SD {self.sd:.3g}"
+
+
+def sd_floor(golden_mean: float) -> float:
+    """The smallest SD a drift is measured in: :data:`SD_FLOOR` of the statistic's scale."""
+    return SD_FLOOR * max(1.0, abs(golden_mean))
 
 
 def drift(base: DistributionBaseline, obtained: Mapping[str, np.ndarray]) -> tuple[Drift, ...]:
@@ -118,6 +134,6 @@ def drift(base: DistributionBaseline, obtained: Mapping[str, np.ndarray]) -> tup
     for s in base.stats:
         mean = float(np.mean(obtained[s.stat])) if obtained[s.stat].size else s.mean
         delta = abs(mean - s.mean)
-        sd = max(s.sd, _SD_FLOOR * max(1.0, abs(s.mean)))
-        out.append(Drift(s.stat, s.mean, mean, s.sd, 0.0 if delta == 0 else delta / sd))
+        floor = sd_floor(s.mean)
+        out.append(Drift(s.stat, s.mean, mean, s.sd, 0.0 if delta == 0 else delta / max(s.sd, floor), floor))
     return tuple(out)

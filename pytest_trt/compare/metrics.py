@@ -171,11 +171,30 @@ def element_stats(obtained: np.ndarray, golden: np.ndarray) -> ElementStats:
 
 
 def is_classifier(sample_shape: Sequence[int], dtype: np.dtype) -> bool:
-    """Whether an output looks like per-class scores: float ``(N, C)`` with C >= 2,
+    """Whether an output *can* hold per-class scores: float ``(N, C)`` with C >= 2,
     or an integer ``(N,)`` of predicted class indices (an ArgMax output)."""
     if np.issubdtype(dtype, np.floating):
         return len(sample_shape) == 1 and sample_shape[0] >= 2
-    return np.issubdtype(dtype, np.integer) and len(sample_shape) == 0
+    return bool(np.issubdtype(dtype, np.integer)) and len(sample_shape) == 0
+
+
+def looks_like_class_scores(batch: np.ndarray, max_label: int | None) -> bool:
+    """Detection of an undeclared classifier output, from its first batch.
+
+    Integer ``(N,)`` outputs are class indices (ArgMax).  A float ``(N, C)``
+    output is taken as class scores only with evidence beyond its shape:
+    rows that are probabilities (a Softmax output), or a labelled golden
+    dataset whose labels index into C.  Boxes, embeddings and regression
+    heads have the same shape; declare real classifiers with ``classifier=``.
+    """
+    arr = np.asarray(batch)
+    if not is_classifier(arr.shape[1:], arr.dtype):
+        return False
+    if np.issubdtype(arr.dtype, np.integer):
+        return True
+    from pytest_trt.compare.distribution import looks_like_probabilities
+
+    return looks_like_probabilities(arr) or (max_label is not None and 0 <= max_label < arr.shape[1])
 
 
 def top1(batch: np.ndarray) -> np.ndarray:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pytest_trt.compare.verdict import Breach, OutputMetrics, num, pct
+from pytest_trt.compare.verdict import FAIL, Breach, MetricCheck, OutputMetrics, num, pct
 from pytest_trt.golden.options import APPROVE_OPTION, ENGINE_BUILD_OPTION, UPDATE_OPTION
 
 MAX_BREACH_LINES = 30
@@ -73,11 +73,18 @@ def render_regression(
     problems: Sequence[str] = (),
     nodeid: str | None = None,
     command_args: Sequence[str] = (),
+    checks: Sequence[MetricCheck] = (),
+    refused: Sequence[str] = (),
 ) -> str:
-    """The one failure message of a check: problems, breaches, tables, next step."""
+    """The one failure message of a check: problems, refusals, breaches, every other metric, tables, next step."""
     lines = [f"golden check failed: {golden}"]
     lines += [f"[GOLDEN] {p}" for p in problems]
+    lines += [f"[REFUSED] {r}" for r in refused]
     lines += _cap([b.line() for b in breaches], MAX_BREACH_LINES, "breached thresholds")
+    others = [c.line() for c in checks if c.status != FAIL]
+    if others:
+        lines.append("Other metrics checked:")
+        lines += ["  " + line for line in _cap(others, MAX_BREACH_LINES, "metric lines")]
     if structure:
         lines.append("[STRUCTURE] the engine's structure differs from the golden's:")
         lines += ["  " + s for s in _cap(structure.splitlines(), MAX_BREACH_LINES, "structure lines")]
@@ -85,15 +92,25 @@ def render_regression(
         lines.append("Per-output figures (obtained vs golden):")
         lines += metrics_table(metrics)
         lines += tag_table(metrics)
+    if refused and not (breaches or problems or structure):
+        lines.append("The outputs are not the problem: a threshold that cannot be evaluated never passes. Change it "
+                     "in check(), or replace the golden dataset with a labelled one through an approved update.")
+        return "\n".join(lines)
     lines.append("If this change is expected and approved, refresh the golden with a recorded reason:")
     lines.append("  " + update_command(nodeid, args=command_args))
     return "\n".join(lines)
 
 
-def render_deltas(label: str, deltas: Mapping[str, OutputMetrics]) -> list[str]:
-    """One line per output of what an approved refresh changed (old snapshot -> new)."""
+def render_deltas(label: str, deltas: Mapping[str, OutputMetrics], *, previous: int = 0,
+                  dataset_changed: bool = False) -> list[str]:
+    """One line per output of what an approved refresh changed (generation ``previous`` -> new)."""
     if not deltas:
-        return [f"{label}: new snapshot (no previous generation to compare)"]
+        if previous < 1:
+            return [f"{label}: new snapshot (no previous generation to compare)"]
+        if dataset_changed:
+            return [f"{label}: new golden dataset; generation {previous} ran other inputs, so its outputs are not "
+                    "comparable (the approval records both provenances)"]
+        return [f"{label}: generation {previous} holds none of these outputs with these shapes: nothing to compare"]
     out = []
     for name, m in deltas.items():
         e = m.elements

@@ -30,12 +30,19 @@ class Thresholds:
     ``l2_delta``: max relative L2 norm delta ``||obtained - golden|| / ||golden||``.
     ``max_abs`` / ``max_rel``: max elementwise absolute / relative error.
     ``cosine``: min cosine similarity of the flattened outputs.
-    ``top1_agreement``: min fraction of samples whose argmax equals the golden's.
+    ``top1_agreement``: min fraction of samples whose argmax equals the golden's;
+    when unset and the golden dataset has no labels, ``1 - top1_drop`` (the
+    golden's own predictions stand in for labels: 99.5 % by default).
     ``top1_drop``: max accuracy drop vs the golden's accuracy, as a fraction
-    (0.005 = half a percentage point), overall and per tag.
+    (0.005 = half a percentage point), overall and per tag; needs labels.
     ``drift_sd``: max drift of a classifier distribution statistic (mean max
-    softmax confidence, mean entropy, mean top-2 margin), in bootstrap standard
-    deviations of that statistic over the golden set.
+    softmax confidence, mean entropy, mean top-2 margin), in standard
+    deviations: ``max(bootstrap SD over the golden set, 0.001 * max(1, |golden mean|))``.
+
+    Classifier figures apply to outputs declared with ``check(classifier=...)``
+    or detected as class scores.  A threshold the user sets that no output
+    can evaluate fails the check with the reason; a built-in default that
+    cannot apply is reported as not evaluated.
     ``allow_nonfinite``: NaN or Inf in the obtained outputs fails unless True.
     """
 
@@ -84,6 +91,10 @@ class ThresholdSet:
 
     default: Thresholds = field(default_factory=Thresholds)
     per_output: Mapping[str, Thresholds] = field(default_factory=dict)
+    #: names the user set for every output (ini, check() keywords): each must be evaluated
+    given: frozenset[str] = frozenset()
+    #: names the user set for one output (``per_output``)
+    given_per_output: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     def for_output(self, name: str) -> Thresholds:
         return self.per_output.get(name, self.default)
@@ -94,9 +105,16 @@ class ThresholdSet:
         """Apply ``check()`` keywords to the default and ``per_output`` dicts on top of it."""
         default = self.default.updated(changes)
         outputs = {name: t.updated(changes) for name, t in self.per_output.items()}
+        given_per = dict(self.given_per_output)
         for name, overrides in (per_output or {}).items():
             outputs[name] = outputs.get(name, default).updated(overrides)
-        return ThresholdSet(default, outputs)
+            given_per[name] = given_per.get(name, frozenset()) | _set(overrides)
+        return ThresholdSet(default, outputs, self.given | _set(changes), given_per)
+
+
+def _set(changes: Mapping[str, Any]) -> frozenset[str]:
+    """Names set to a value (``None`` switches a threshold off: nothing to evaluate)."""
+    return frozenset(k for k, v in changes.items() if v is not None and k != "allow_nonfinite")
 
 
 def parse_ini_value(name: str, raw: str) -> float | bool | None:

@@ -1,4 +1,7 @@
-"""Metrics of one output against its thresholds: :class:`OutputMetrics` -> :class:`Breach` list."""
+"""What a golden check decided, as data: :class:`OutputMetrics` in, :class:`MetricCheck` and :class:`Verdict` out.
+
+The evaluation itself (metrics against thresholds) is :mod:`pytest_trt.compare.assess`.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,6 @@ from typing import Any
 
 from pytest_trt.compare.distribution import Drift
 from pytest_trt.compare.metrics import ElementStats, TagMetrics
-from pytest_trt.compare.thresholds import Thresholds
 
 STAT_LABELS = {
     "max_confidence": "Mean max softmax confidence",
@@ -51,7 +53,8 @@ class OutputMetrics:
                         "golden_accuracy": t.golden_accuracy}
                 for t in self.tags
             },
-            "drift": {d.stat: {"golden": d.golden_mean, "obtained": d.obtained_mean, "sd": d.sd, "drift_sd": d.drift_sd}
+            "drift": {d.stat: {"golden": d.golden_mean, "obtained": d.obtained_mean, "sd": d.sd, "sd_floor": d.floor,
+                              "drift_sd": d.drift_sd}
                       for d in self.drift},
         }
 
@@ -72,6 +75,104 @@ class Breach:
         return f"[REGRESSION] {self.where}: {self.text}"
 
 
+#: :attr:`MetricCheck.status` values
+PASS, FAIL, INFO, NOT_EVALUATED = "pass", "fail", "info", "not evaluated"
+NO_LABELS = "the golden dataset has no labels"
+_MARK = {PASS: "[ok]", FAIL: "[REGRESSION]", INFO: "[info]", NOT_EVALUATED: "[not evaluated]"}
+
+
+@dataclass(frozen=True)
+class MetricCheck:
+    """One metric of one output (or tag) against its threshold.
+
+    ``metric`` is the threshold's name (``l2_delta``, ``top1_drop``, ...;
+    ``drift_sd`` checks carry ``stat``).  ``status``: ``pass``/``fail``;
+    ``info`` for a figure computed without a threshold; ``not evaluated``
+    when the threshold is set but the data cannot evaluate it (``reason``).
+    ``value`` and ``threshold`` are in the metric's own unit (fractions for
+    accuracy and agreement, SDs for drift).
+    """
+
+    output: str
+    metric: str
+    status: str
+    text: str
+    value: float | None = None
+    threshold: float | None = None
+    tag: str | None = None
+    stat: str | None = None
+    reason: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status != FAIL
+
+    @property
+    def evaluated(self) -> bool:
+        return self.status in (PASS, FAIL)
+
+    @property
+    def where(self) -> str:
+        return self.output if self.tag is None else f"{self.output}[tag={self.tag}]"
+
+    def line(self) -> str:
+        return f"{_MARK[self.status]} {self.where}: {self.text}"
+
+    def breach(self) -> Breach:
+        return Breach(self.output, self.text, self.tag)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class ProvenanceChange:
+    """One provenance field whose golden value differs from the engine's."""
+
+    field: str
+    golden: str
+    engine: str
+    fatal: bool = False  # the provenance policy fails the check on it
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"field": self.field, "golden": self.golden, "engine": self.engine, "fatal": self.fatal}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Everything a golden check decided: every metric checked, refusals, provenance, structure.
+
+    ``checks`` lists every metric computed, passed ones too; ``refused``
+    names thresholds the user set that nothing could evaluate (each fails
+    the check); ``problems`` are other reasons to fail (dataset mismatch,
+    provenance the policy makes fatal).
+    """
+
+    checks: tuple[MetricCheck, ...] = ()
+    refused: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+    provenance: tuple[ProvenanceChange, ...] = ()
+    structure: str | None = None  # rendered structure diff that fails the check
+
+    @property
+    def breaches(self) -> tuple[Breach, ...]:
+        return tuple(c.breach() for c in self.checks if c.status == FAIL)
+
+    @property
+    def passed(self) -> bool:
+        return not (self.breaches or self.refused or self.problems or self.structure)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "checks": [c.to_dict() for c in self.checks],
+            "refused": list(self.refused),
+            "problems": list(self.problems),
+            "provenance": [p.to_dict() for p in self.provenance],
+            "structure": self.structure,
+        }
+
+
 def num(x: float) -> str:
     """Three significant digits, the seed's style (0.18, 0.05, 3.1e-05)."""
     if math.isinf(x) or math.isnan(x):
@@ -81,44 +182,3 @@ def num(x: float) -> str:
 
 def pct(x: float, *, signed: bool = False) -> str:
     return f"{x * 100:+.1f}%" if signed else f"{x * 100:.1f}%"
-
-
-def _accuracy_breach(output: str, drop: float | None, acc: float | None, gacc: float | None, limit: float | None,
-                     count: int, tag: str | None) -> list[Breach]:
-    if limit is None or drop is None or acc is None or gacc is None or -drop <= limit:
-        return []
-    text = (f"Top-1 Acc drop: {pct(drop, signed=True)} < threshold({pct(-limit, signed=True)}) "
-            f"(accuracy {pct(gacc)} -> {pct(acc)}, {count} labelled samples)")
-    return [Breach(output, text, tag)]
-
-
-def evaluate(m: OutputMetrics, t: Thresholds) -> tuple[Breach, ...]:
-    """Every threshold ``m`` breaches, in a fixed order."""
-    e, out, name = m.elements, [], m.name
-    if e.nonfinite_obtained and not t.allow_nonfinite:
-        out.append(Breach(name, f"Non-finite values: {e.nonfinite_obtained} NaN/Inf in the obtained output "
-                                "(pass allow_nonfinite=True if they are expected)"))
-    if e.nonfinite_golden and not t.allow_nonfinite:
-        out.append(Breach(name, f"Non-finite values: {e.nonfinite_golden} NaN/Inf in the golden output"))
-    if t.l2_delta is not None and not e.l2_delta <= t.l2_delta:
-        out.append(Breach(name, f"Output L2 norm delta: {num(e.l2_delta)} > threshold({num(t.l2_delta)})"))
-    if t.max_abs is not None and not e.max_abs <= t.max_abs:
-        out.append(Breach(name, f"Max abs error: {num(e.max_abs)} > threshold({num(t.max_abs)})"))
-    if t.max_rel is not None and not e.max_rel <= t.max_rel:
-        out.append(Breach(name, f"Max rel error: {num(e.max_rel)} > threshold({num(t.max_rel)})"))
-    if t.cosine is not None and not e.cosine >= t.cosine:
-        out.append(Breach(name, f"Cosine similarity: {e.cosine:.6f} < threshold({t.cosine:.6f})"))
-    if t.top1_agreement is not None and m.top1_agreement is not None and m.top1_agreement < t.top1_agreement:
-        out.append(Breach(name, f"Top-1 agreement with golden: {pct(m.top1_agreement)} "
-                                f"< threshold({pct(t.top1_agreement)}) over {m.samples} samples"))
-    out += _accuracy_breach(name, m.accuracy_drop, m.accuracy, m.golden_accuracy, t.top1_drop, m.samples, None)
-    for tag in m.tags:
-        out += _accuracy_breach(name, tag.accuracy_drop, tag.accuracy, tag.golden_accuracy, t.top1_drop,
-                                tag.count, tag.tag)
-    if t.drift_sd is not None:
-        for d in m.drift:
-            if d.drift_sd > t.drift_sd:
-                out.append(Breach(name, f"{STAT_LABELS.get(d.stat, d.stat)} drift: {d.drift_sd:.1f} SD > "
-                                        f"threshold({num(t.drift_sd)} SD) ({num(d.golden_mean)} -> "
-                                        f"{num(d.obtained_mean)}, bootstrap SD {num(d.sd)})"))
-    return tuple(out)

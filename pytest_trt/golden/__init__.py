@@ -6,7 +6,7 @@ Submodules are imported on use; importing this package imports nothing heavy
 Public entry points:
 
 * :class:`pytest_trt.golden.workflow.GoldenCheck` (the ``trt_golden`` fixture)
-* :class:`pytest_trt.golden.dataset.GoldenDataset` (``from_arrays``, ``from_directory``)
+* :class:`pytest_trt.golden.dataset.GoldenDataset` (``from_arrays``, ``from_directory``; ``pytest_trt.GoldenDataset``)
 * :func:`pytest_trt.golden.polygraphy_import.load_polygraphy_inputs` / ``load_polygraphy_outputs``
 * :func:`pytest_trt.golden.updating.create_golden`
 * :class:`pytest_trt.golden.store.GoldenFile` (read-only view)

@@ -102,7 +102,11 @@ class GoldenDataset:
         """
         folder = Path(folder)
         if not folder.is_dir():
-            raise GoldenError(f"golden dataset folder {str(folder)!r} does not exist")
+            raise GoldenError(
+                f"golden dataset folder {str(folder)!r} does not exist (looked for {folder.resolve()}; relative paths "
+                "are taken from the directory pytest runs in). Create it with one <input name>.npy per model input "
+                "(N samples on axis 0) and optionally labels.npy, or give an absolute path", path=str(folder),
+            )
         parts: dict[str, list[np.ndarray]] = {}
         for path in sorted(folder.glob("*.npz")):
             with np.load(path, allow_pickle=False) as npz:

@@ -17,10 +17,18 @@ APPROVE_OPTION = "--trt-approve"
 THRESHOLD_INI_PREFIX = "trt_golden_"
 #: user_properties key carrying refreshed-golden summary lines (survives xdist)
 REFRESHED_PROPERTY = "trt_golden_refreshed"
+#: what a provenance difference between golden and engine does: compare (report it) or fail
+PROVENANCE_OPTION = "--trt-golden-provenance"
+PROVENANCE_INI = "trt_golden_provenance"
+#: provenance fields that fail the check even under ``compare`` (e.g. ``device config_hash``)
+PROVENANCE_FAIL_ON_INI = "trt_golden_provenance_fail_on"
+#: user_properties key carrying provenance notes of passing checks (survives xdist)
+NOTE_PROPERTY = "trt_golden_provenance_note"
 FIXTURE = "trt_golden"
 ENGINE_FIXTURE = "trt_engine"
 
 __all__ = [
     "APPROVE_OPTION", "ENGINE_BUILD_OPTION", "ENGINE_FIXTURE", "FIXTURE", "GOLDEN_DIR_DEFAULT", "GOLDEN_DIR_INI",
-    "GOLDEN_DIR_OPTION", "MARKER", "REFRESHED_PROPERTY", "THRESHOLD_INI_PREFIX", "UPDATE_OPTION",
+    "GOLDEN_DIR_OPTION", "MARKER", "NOTE_PROPERTY", "PROVENANCE_FAIL_ON_INI", "PROVENANCE_INI", "PROVENANCE_OPTION",
+    "REFRESHED_PROPERTY", "THRESHOLD_INI_PREFIX", "UPDATE_OPTION",
 ]

@@ -1,9 +1,15 @@
-"""Where a snapshot came from, and which differences make it *tainted*.
+"""Where a snapshot came from, and what a difference from the engine's provenance does.
 
-A snapshot made by another backend version, on another device, from another
-config (which hashes the ONNX bytes too) or on another golden dataset does
-not describe the engine under test; comparing against it would hide or
-invent regressions, so such a snapshot must be refreshed with approval.
+A snapshot made by another backend version, on another device or from
+another config is exactly what an upgrade produces, and the question on an
+upgrade is whether the new engine is still within the approved thresholds.
+So by default (policy ``compare``) the check compares anyway, decides by
+the thresholds and the structure check, and reports the differences; an
+approved refresh records the new provenance.  Policy ``fail`` (or
+``fail_on`` per field) makes differences fatal: the snapshot is *tainted*.
+
+A snapshot of another golden dataset is always fatal: its outputs belong to
+other inputs, so no comparison means anything.
 """
 
 from __future__ import annotations
@@ -15,8 +21,31 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-#: fields that must match for a snapshot to be used; the others are informational
+#: fields compared between a snapshot and the engine; the others are informational
 TAINT_FIELDS = ("backend", "backend_version", "device", "config_hash", "onnx_sha256", "dataset_sha256")
+#: fields a policy may make fatal (``dataset_sha256`` always is)
+POLICY_FIELDS = TAINT_FIELDS[:-1]
+ALWAYS_FATAL = ("dataset_sha256",)
+COMPARE, FAIL = "compare", "fail"
+POLICY_MODES = (COMPARE, FAIL)
+
+
+@dataclass(frozen=True)
+class ProvenancePolicy:
+    """What a provenance difference does: ``compare`` (report it) or ``fail``; ``fail_on`` fields always fail."""
+
+    mode: str = COMPARE
+    fail_on: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.mode not in POLICY_MODES:
+            raise ValueError(f"provenance policy {self.mode!r}: choose one of {', '.join(POLICY_MODES)}")
+        unknown = [f for f in self.fail_on if f not in POLICY_FIELDS]
+        if unknown:
+            raise ValueError(f"provenance field {unknown[0]!r} is not one of {', '.join(POLICY_FIELDS)}")
+
+    def fatal(self, field_name: str) -> bool:
+        return self.mode == FAIL or field_name in self.fail_on or field_name in ALWAYS_FATAL
 
 
 @dataclass(frozen=True)
@@ -81,10 +110,9 @@ def canonical_device(device: Any) -> str:
 def from_engine(engine: Any, *, dataset_sha256: str, cwd: Path | None, created: str | None = None) -> Provenance:
     """Provenance of ``engine`` (a :class:`~pytest_trt.golden.workflow.EngineLike`); git only with ``cwd``."""
     result = engine.result
-    versions = dict(getattr(result, "versions", {}) or {})
     return Provenance(
-        backend=str(getattr(result, "backend", None) or engine.backend_name),
-        backend_version=str(versions.get("backend", "")),
+        backend=str(result.backend or engine.backend_name),
+        backend_version=str(result.backend_version),
         device=canonical_device(getattr(result, "device", {})),
         config_hash=str(result.config_hash),
         onnx_sha256=str(result.onnx_sha256),

@@ -23,10 +23,15 @@ from pytest_trt.golden.options import (
     GOLDEN_DIR_INI,
     GOLDEN_DIR_OPTION,
     MARKER,
+    NOTE_PROPERTY,
+    PROVENANCE_FAIL_ON_INI,
+    PROVENANCE_INI,
+    PROVENANCE_OPTION,
     REFRESHED_PROPERTY,
     THRESHOLD_INI_PREFIX,
     UPDATE_OPTION,
 )
+from pytest_trt.golden.provenance import COMPARE, POLICY_FIELDS, POLICY_MODES, ProvenancePolicy
 from pytest_trt.keys import GOLDEN_VERDICTS
 
 if TYPE_CHECKING:
@@ -46,7 +51,10 @@ class _State:
     defaults: dict[str, Any]
     rootdir: Path
     command_args: tuple[str, ...] = ()
+    given: frozenset[str] = frozenset()  # thresholds the ini sets (to values other than the built-in)
+    policy: ProvenancePolicy = field(default_factory=ProvenancePolicy)
     refreshed: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[tuple[str, str]] = field(default_factory=list)
     settings: GoldenSettings | None = None
 
 
@@ -63,8 +71,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(APPROVE_OPTION, dest="trt_approve", metavar="REASON", default=None,
                     help=f"reason recorded with every snapshot written by {UPDATE_OPTION} "
                          "(e.g. 'TRT 10.13 upgrade, CR-1234').")
+    group.addoption(PROVENANCE_OPTION, dest="trt_golden_provenance", choices=POLICY_MODES, default=None,
+                    help=f"a golden of another backend version, device or config: '{COMPARE}' it anyway and report "
+                         f"the differences (default: ini {PROVENANCE_INI} or '{COMPARE}'), or 'fail'.")
     parser.addini(GOLDEN_DIR_INI, type="string", default=GOLDEN_DIR_DEFAULT,
                   help="folder of golden HDF5 files, relative to the ini file.")
+    parser.addini(PROVENANCE_INI, type="string", default=COMPARE,
+                  help=f"golden provenance policy: {' or '.join(POLICY_MODES)} (see {PROVENANCE_OPTION}).")
+    parser.addini(PROVENANCE_FAIL_ON_INI, type="args", default=[],
+                  help=f"provenance fields that fail a golden check even under '{COMPARE}': "
+                       f"{', '.join(POLICY_FIELDS)}.")
     defaults = Thresholds()
     for name in threshold_names():
         parser.addini(f"{THRESHOLD_INI_PREFIX}{name}", type="string", default=str(getattr(defaults, name)),
@@ -101,16 +117,31 @@ def pytest_configure(config: pytest.Config) -> None:
     if approve and not update:
         raise pytest.UsageError(f"{APPROVE_OPTION} is used only with {UPDATE_OPTION}; add it, or drop {APPROVE_OPTION}")
     defaults: dict[str, Any] = {}
+    builtin = Thresholds()
     for name in threshold_names():
         try:
             defaults[name] = parse_ini_value(name, str(config.getini(f"{THRESHOLD_INI_PREFIX}{name}")))
         except GoldenError as exc:
             raise pytest.UsageError(exc.message) from None
+    given = frozenset(n for n, v in defaults.items()
+                      if v is not None and v != getattr(builtin, n) and n != "allow_nonfinite")
     state = _State(_golden_dir(config), bool(update), approve, defaults, config.rootpath,
-                   command_args=_engine_args(config))
+                   command_args=_engine_args(config), given=given, policy=_policy(config))
     config.stash[_STATE] = state
     if update:
         config.pluginmanager.register(_RefreshSummary(state), "trt-golden-refresh-summary")
+    else:
+        config.pluginmanager.register(_NoteSummary(state), "trt-golden-provenance-notes")
+
+
+def _policy(config: pytest.Config) -> ProvenancePolicy:
+    mode = config.getoption("trt_golden_provenance") or str(config.getini(PROVENANCE_INI)).strip() or COMPARE
+    fail_on = tuple(str(f) for f in config.getini(PROVENANCE_FAIL_ON_INI))
+    try:
+        return ProvenancePolicy(mode, fail_on)
+    except ValueError as exc:
+        raise pytest.UsageError(f"{exc} (ini {PROVENANCE_INI} / {PROVENANCE_FAIL_ON_INI}, option {PROVENANCE_OPTION})"
+                                ) from None
 
 
 def _settings(state: _State) -> GoldenSettings:
@@ -120,8 +151,8 @@ def _settings(state: _State) -> GoldenSettings:
 
         state.settings = GoldenSettings(
             golden_dir=state.golden_dir, update=state.update, approve=state.approve,
-            thresholds=ThresholdSet(Thresholds(**state.defaults)), rootdir=state.rootdir,
-            command_args=state.command_args,
+            thresholds=ThresholdSet(Thresholds(**state.defaults), given=state.given), rootdir=state.rootdir,
+            command_args=state.command_args, provenance=state.policy,
         )
     return state.settings
 
@@ -153,6 +184,7 @@ def trt_golden(request: pytest.FixtureRequest) -> GoldenCheck:
         nodeid=node.nodeid,
         on_update=on_update,
         on_verdict=node.stash.setdefault(GOLDEN_VERDICTS, []).append,
+        on_note=lambda note: node.user_properties.append((NOTE_PROPERTY, note)),
     )
 
 
@@ -179,3 +211,23 @@ class _RefreshSummary:
             for line in text.splitlines():
                 write(f"  {line}")
         write(f"approvals recorded in {state.golden_dir / 'APPROVALS.jsonl'}")
+
+
+class _NoteSummary:
+    """Prints the provenance notes of passing checks (golden of another backend version, device, config)."""
+
+    def __init__(self, state: _State) -> None:
+        self.state = state
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call":
+            self.state.notes += [(report.nodeid, str(v)) for k, v in report.user_properties if k == NOTE_PROPERTY]
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.state.notes:
+            return
+        terminalreporter.section("trt golden provenance")
+        for nodeid, text in self.state.notes:
+            terminalreporter.write_line(nodeid)
+            for line in text.splitlines():
+                terminalreporter.write_line(f"  {line}")

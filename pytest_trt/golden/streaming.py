@@ -16,7 +16,7 @@ import numpy as np
 
 from pytest_trt.compare import distribution, metrics
 from pytest_trt.compare.verdict import OutputMetrics
-from pytest_trt.errors import GoldenError
+from pytest_trt.errors import EngineNotRunnable, GoldenError
 
 DEFAULT_BATCH = 64
 
@@ -53,6 +53,8 @@ class OutputStream:
     logits: bool | None = None  # from the golden's baseline; decided on the first batch otherwise
     elements: metrics.ElementAccumulator = field(default_factory=metrics.ElementAccumulator)
     classifier: bool = False
+    declared: bool | None = None  # classifier= of check(), or the golden's recorded decision; None: detect
+    max_label: int | None = None  # the labelled dataset's largest label, evidence for detection
     strict: bool = True  # False in update mode: a changed shape only drops the comparison
     sample_shape: tuple[int, ...] = ()
     dtype: np.dtype | None = None
@@ -63,7 +65,7 @@ class OutputStream:
     def update(self, start: int, obtained: np.ndarray) -> None:
         if self.dtype is None:
             self.sample_shape, self.dtype = tuple(obtained.shape[1:]), obtained.dtype
-            self.classifier = metrics.is_classifier(self.sample_shape, obtained.dtype)
+            self.classifier = self._decide(obtained)
             if self.golden is not None and tuple(self.golden.shape[1:]) != self.sample_shape and not self.strict:
                 self.golden = None
             if self.golden is not None and tuple(self.golden.shape[1:]) != self.sample_shape:
@@ -84,6 +86,17 @@ class OutputStream:
         self.elements.update(obtained, gold)
         if self.classifier:
             self._g_top1.append(metrics.top1(gold))
+
+    def _decide(self, first: np.ndarray) -> bool:
+        if self.declared is None:
+            return metrics.looks_like_class_scores(first, self.max_label)
+        if self.declared and not metrics.is_classifier(self.sample_shape, first.dtype):
+            raise GoldenError(
+                f"output {self.name!r} is declared a classifier but gives samples of shape {self.sample_shape} "
+                f"({first.dtype}); class scores are float (C,) per sample, or integer class indices (); "
+                "drop it from classifier=", output=self.name,
+            )
+        return self.declared
 
     def per_sample_stats(self) -> dict[str, np.ndarray]:
         return {k: np.concatenate(v) for k, v in self._stats.items()}
@@ -110,7 +123,7 @@ class OutputStream:
 
     def baseline(self, labels: np.ndarray | None, tags: Sequence[str] | None) -> dict[str, Any]:
         """Metric baselines of these outputs as a new golden: accuracy (overall, per tag), distribution."""
-        out: dict[str, Any] = {}
+        out: dict[str, Any] = {"classifier": self.classifier}
         o = self.obtained_top1()
         if o is not None and labels is not None:
             out["accuracy"] = metrics.accuracy(o, labels)
@@ -151,11 +164,14 @@ def run_dataset(
     golden_outputs: Mapping[str, ArrayLike] | None,
     label: str,
     sink: Callable[[int, Mapping[str, np.ndarray]], None] | None = None,
+    new_stream: Callable[[str, ArrayLike | None], OutputStream] = OutputStream,
 ) -> dict[str, OutputStream]:
-    """Feed every batch to ``run``; update ``streams`` (created per output) and ``sink``."""
+    """Feed every batch to ``run``; update ``streams`` (made by ``new_stream`` per new output) and ``sink``."""
     for start, feeds in iter_batches(inputs, samples, batch):
         try:
             outputs = run(feeds)
+        except EngineNotRunnable:  # not a failure of these samples: the check skips
+            raise
         except Exception as exc:  # the backend's own error, with the sample range that caused it
             raise GoldenError(
                 f"{label}: running golden samples {start}..{start + len(next(iter(feeds.values()))) - 1} failed: "
@@ -171,7 +187,7 @@ def run_dataset(
                                   "golden outputs need the batch on axis 0", output=name)
             if name not in streams:
                 gold = None if golden_outputs is None else golden_outputs.get(name)
-                streams[name] = OutputStream(name, gold)
+                streams[name] = new_stream(name, gold)
             streams[name].update(start, arr)
         if sink is not None:
             sink(start, outputs)

@@ -9,14 +9,14 @@ approval (with those deltas) is appended to the file and to APPROVALS.jsonl.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import h5py
 import numpy as np
 
 from pytest_trt.errors import GoldenError, GoldenMissing
-from pytest_trt.golden import atomic, provenance, store, structure
+from pytest_trt.golden import atomic, provenance, running, store, structure
 from pytest_trt.golden.approvals import Approval, append_jsonl, approver
 from pytest_trt.golden.dataset import GoldenDataset, dataset_digest
 
@@ -43,9 +43,10 @@ def _ensure_dataset(f: h5py.File, dataset: GoldenDataset | None, check: GoldenCh
     if "dataset" not in f:
         if dataset is None:
             raise GoldenMissing(
-                f"no golden dataset for {name!r} in {check.path_for(name)}: pass "
-                "dataset=GoldenDataset.from_arrays(...) "
-                "(or from_directory / from_polygraphy) to check(), or write one with pytest_trt.golden.create_golden()",
+                f"no golden dataset for {name!r} in {check.path_for(name)}: pass one to check(), e.g. "
+                "dataset=GoldenDataset.from_directory(\"golden_data\") or GoldenDataset.from_arrays(...) "
+                "(`from pytest_trt import GoldenDataset`), or write one into the file with "
+                "pytest_trt.golden.updating.create_golden(path, dataset)",
                 path=str(check.path_for(name)),
             )
         store.write_dataset(f, dataset)
@@ -57,7 +58,8 @@ def _ensure_dataset(f: h5py.File, dataset: GoldenDataset | None, check: GoldenCh
 
 
 def update(check: GoldenCheck, config: Any, engine: Any, outputs: Mapping[str, np.ndarray] | None, *,
-           dataset: GoldenDataset | None, batch_size: int | None) -> UpdateResult:
+           dataset: GoldenDataset | None, batch_size: int | None,
+           classifier: Callable[[str], bool | None] = lambda name: None) -> UpdateResult:
     """Write the approved snapshot of ``config``; return what changed against the previous one."""
     __tracebackhide__ = True
     from pytest_trt.golden import workflow as wf
@@ -80,10 +82,12 @@ def update(check: GoldenCheck, config: Any, engine: Any, outputs: Mapping[str, n
         group, generation = store.begin_snapshot(f, name)
         compare_old = old is not None and not dataset_changed
         old_outputs = dict(f[f"history/{name}/gen-{generation - 1:04d}/outputs"].items()) if compare_old else {}
-        streams = wf.pre_streams(old_outputs, old_baselines, strict=False)
-        wf.feed(check, engine, outputs, dict(ds_group["inputs"].items()), samples, batch_size, streams,
-                golden_outputs=None, label=label, sink=_Sink(group, samples))
-        deltas = {n: s.result(samples, labels, tags, wf.baseline_of(old_baselines, n))
+        max_label = None if labels is None or not labels.size else int(labels.max())
+        make = running.stream_factory(old_baselines, classifier, max_label, strict=False)
+        streams = running.pre_streams(old_outputs, make)
+        running.feed(check, engine, outputs, dict(ds_group["inputs"].items()), samples, batch_size, streams,
+                golden_outputs=None, label=label, sink=_Sink(group, samples), new_stream=make)
+        deltas = {n: s.result(samples, labels, tags, running.baseline_of(old_baselines, n))
                   for n, s in streams.items() if s.golden is not None}
         baselines = {n: s.baseline(labels, tags) for n, s in streams.items()}
         new_prov = (provenance.from_engine(engine, dataset_sha256=digest, cwd=settings.rootdir) if engine is not None
@@ -104,7 +108,8 @@ def update(check: GoldenCheck, config: Any, engine: Any, outputs: Mapping[str, n
         store.append_approval(f, approval.to_dict())
     append_jsonl(settings.golden_dir, json.loads(json.dumps(approval.to_dict(), default=_jsonable)))
     structure_text = None if diff is None or diff.is_empty else diff.render()
-    return wf.UpdateResult(name, path, generation, deltas, structure_text, approval)
+    return wf.UpdateResult(name, path, generation, deltas, structure_text, approval,
+                           dataset_changed=old is not None and dataset_changed)
 
 
 def _jsonable(obj: Any) -> Any:

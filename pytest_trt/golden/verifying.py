@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from pytest_trt.buildlog.diff import RecordDiff
+from pytest_trt.compare.render import update_command
 from pytest_trt.compare.thresholds import ThresholdSet
+from pytest_trt.compare.verdict import ProvenanceChange
 from pytest_trt.errors import GoldenMissing
-from pytest_trt.golden import provenance, structure
+from pytest_trt.golden import provenance, running, structure
 from pytest_trt.golden.dataset import GoldenDataset
+from pytest_trt.golden.options import PROVENANCE_FAIL_ON_INI, PROVENANCE_INI, PROVENANCE_OPTION
 from pytest_trt.golden.store import GoldenFile, guard
 
 if TYPE_CHECKING:
@@ -25,13 +28,36 @@ def current_provenance(engine: Any, config: Any, dataset_sha256: str) -> provena
     return provenance.from_outputs(config, dataset_sha256=dataset_sha256, cwd=None)
 
 
-def tainted_lines(old: provenance.Provenance, new: provenance.Provenance, fields: tuple[str, ...]) -> list[str]:
-    lines = [f"the snapshot is tainted: {f} differs (golden {getattr(old, f)!r}, now {getattr(new, f)!r})"
-             for f in fields]
-    if fields:
-        lines.append("a tainted snapshot does not describe this engine: an approved refresh is needed "
-                     "(the comparison below is for the reviewer)")
+def provenance_changes(old: provenance.Provenance, new: provenance.Provenance,
+                       policy: provenance.ProvenancePolicy) -> tuple[ProvenanceChange, ...]:
+    """Each differing field, with the golden's and the engine's value, and whether ``policy`` makes it fatal."""
+    def show(p: provenance.Provenance, f: str) -> str:
+        if f == "backend_version":
+            return f"{p.backend} {p.backend_version}".strip()
+        value = str(getattr(p, f))
+        return value[:12] if f.endswith(("_hash", "_sha256")) else value
+
+    return tuple(ProvenanceChange(f, show(old, f), show(new, f), policy.fatal(f)) for f in old.tainted_fields(new))
+
+
+def provenance_lines(changes: tuple[ProvenanceChange, ...]) -> list[str]:
+    """The failure message's provenance lines: fatal differences, then those compared anyway."""
+    fatal = [c for c in changes if c.fatal]
+    lines = [f"the snapshot is tainted: {c.field} differs (golden {c.golden!r}, now {c.engine!r})" for c in fatal]
+    if fatal:
+        lines.append("the provenance policy requires an approved refresh for these fields "
+                     f"({PROVENANCE_OPTION}, ini {PROVENANCE_INI} / {PROVENANCE_FAIL_ON_INI}; the dataset always); "
+                     "the comparison below is for the reviewer")
+    lines += [f"provenance differs, compared anyway: {c.field}: golden {c.golden}, engine {c.engine}"
+              for c in changes if not c.fatal]
     return lines
+
+
+def provenance_note(golden: str, changes: tuple[ProvenanceChange, ...], command: str) -> str:
+    """The note of a passing check whose golden has another provenance."""
+    diffs = "; ".join(f"{c.field}: golden {c.golden}, engine {c.engine}" for c in changes)
+    return (f"{golden}: provenance differs ({diffs}); within thresholds; approve a refresh to record the new "
+            f"provenance:\n  {command}")
 
 
 def verify(
@@ -44,6 +70,7 @@ def verify(
     dataset: GoldenDataset | None,
     limits: ThresholdSet,
     batch_size: int | None,
+    classifier: Callable[[str], bool | None],
 ) -> CheckResult:
     """Compare ``engine`` (or ``outputs``) with the golden of ``config``; raise on any failure."""
     __tracebackhide__ = True
@@ -52,10 +79,12 @@ def verify(
     name = config.name
     path: Path = check.path_for(name)
     if not path.exists():
-        raise GoldenMissing(check.missing_message(name, path, f"{path} does not exist"), path=str(path))
+        raise GoldenMissing(check.missing_message(name, path, f"{path} does not exist", needs_dataset=dataset is None),
+                            path=str(path))
     with GoldenFile(path) as g, guard(path):
         if not g.has_dataset:
-            raise GoldenMissing(check.missing_message(name, path, f"{path} holds no golden dataset"), path=str(path))
+            raise GoldenMissing(check.missing_message(name, path, f"{path} holds no golden dataset",
+                                                      needs_dataset=dataset is None), path=str(path))
         if name not in g:
             held = ", ".join(sorted(g)) or "none"
             raise GoldenMissing(check.missing_message(name, path, f"{path} has no snapshot for it (snapshots: {held})"),
@@ -65,29 +94,35 @@ def verify(
         if dataset is not None and dataset.digest() != g.dataset_sha256:
             problems.append("the dataset passed to check() differs from the golden file's dataset")
         now = current_provenance(engine, config, g.dataset_sha256)
-        tainted = snap.provenance.tainted_fields(now)
-        problems += tainted_lines(snap.provenance, now, tainted)
+        changes = provenance_changes(snap.provenance, now, check.settings.provenance)
         label = f"golden {path.name} [{name}]"
-        streams = wf.pre_streams(snap.outputs, snap.baselines, strict=True)
-        wf.feed(check, engine, outputs, g.inputs(), g.samples, batch_size, streams,
-                golden_outputs=snap.outputs, label=label)
         labels, tags = g.labels(), g.tags()
-        metrics = {n: s.result(g.samples, labels, tags, wf.baseline_of(snap.baselines, n)) for n, s in streams.items()}
+        max_label = None if labels is None or not labels.size else int(labels.max())
+        make = running.stream_factory(snap.baselines, classifier, max_label, strict=True)
+        streams = running.pre_streams(snap.outputs, make)
+        running.feed(check, engine, outputs, g.inputs(), g.samples, batch_size, streams,
+                golden_outputs=snap.outputs, label=label, new_stream=make)
+        metrics = {n: s.result(g.samples, labels, tags, running.baseline_of(snap.baselines, n))
+                   for n, s in streams.items()}
         record_json = snap.record_json()
         generation = snap.generation
-    breaches = wf.evaluate_all(metrics, limits)
     structure_text = None
     if engine is not None and record_json is not None and structure != "ignore":
         diff = _structure_diff(record_json, engine.record)
         structure_text = diff.render() if diff.has_structure_changes else None
     failing_structure = structure_text if structure == "fail" else None
+    verdict = wf.judge(metrics, limits, problems=problems, provenance=changes, structure_text=failing_structure)
     golden_label = f"{path} [{name}] generation {generation}, {sum(1 for _ in metrics)} outputs"
-    if problems or breaches or failing_structure:
-        wf.raise_failure(check, golden=golden_label, tainted=tainted, problems=problems, breaches=breaches,
-                         metrics=metrics, structure_text=failing_structure)
+    if not verdict.passed or any(c.fatal for c in changes):
+        wf.raise_failure(check, golden=golden_label, verdict=verdict, metrics=metrics,
+                         provenance_lines=provenance_lines(changes))
     if structure_text and structure == "warn":
         wf.warn_structure(structure_text, golden_label)
-    return wf.CheckResult(name, path, generation, metrics, structure_text)
+    note = None
+    if changes:
+        command = update_command(check.nodeid, reason="REASON", args=check.settings.command_args)
+        note = provenance_note(f"{path.name} [{name}] generation {generation}", changes, command)
+    return wf.CheckResult(name, path, generation, metrics, structure_text, verdict, note)
 
 
 def _structure_diff(record_json: str, record: Any) -> RecordDiff:

@@ -3,28 +3,35 @@
 ``check()`` either compares (default) or, with ``--trt-update-golden`` and
 ``--trt-approve REASON``, writes an approved snapshot.  A snapshot is never
 created or refreshed silently: a missing one fails with the command that
-creates it, a tainted one fails with the fields that differ.
+creates it (and names the golden dataset when none was given).  A snapshot
+of another provenance (backend version, device, config) is compared anyway
+and the differences are reported, unless the provenance policy makes them
+fatal.  An engine this machine cannot execute skips the test, at the
+test's own line.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from pytest_trt.compare import distribution
+from pytest_trt.compare.assess import assess, refusals
 from pytest_trt.compare.render import render_deltas, render_regression, update_command
 from pytest_trt.compare.thresholds import ThresholdSet
-from pytest_trt.compare.verdict import Breach, OutputMetrics, evaluate
-from pytest_trt.errors import GoldenError, GoldenTainted
-from pytest_trt.golden import feeds, structure
+from pytest_trt.compare.verdict import NO_LABELS, NOT_EVALUATED, MetricCheck, OutputMetrics, Verdict
+from pytest_trt.errors import EngineNotRunnable, GoldenError, GoldenTainted
+from pytest_trt.golden import structure
 from pytest_trt.golden.approvals import Approval
 from pytest_trt.golden.dataset import GoldenDataset
-from pytest_trt.golden.streaming import OutputStream, run_dataset
+from pytest_trt.golden.provenance import ProvenancePolicy
+
+#: ``check(classifier=...)``: True/False for every output, output names, or ``{name: bool}``
+Classifier = bool | Iterable[str] | Mapping[str, bool] | None
 
 
 @runtime_checkable
@@ -35,7 +42,7 @@ class EngineLike(Protocol):
     def config(self) -> Any: ...  # BuildConfig: .name, .config_hash, .onnx_sha256, .profiles
 
     @property
-    def result(self) -> Any: ...  # BuildResult: .backend, .versions, .device, .config_hash, .onnx_sha256
+    def result(self) -> Any: ...  # BuildResult: .backend, .backend_version, .device, .config_hash, .onnx_sha256
 
     @property
     def record(self) -> Any: ...  # BuildRecord
@@ -67,6 +74,7 @@ class GoldenSettings:
     thresholds: ThresholdSet = field(default_factory=ThresholdSet)
     rootdir: Path | None = None  # where git is asked for the commit and the approver
     command_args: tuple[str, ...] = ()  # session options the update command must repeat (--trt-backend ...)
+    provenance: ProvenancePolicy = field(default_factory=ProvenancePolicy)
 
 
 @dataclass(frozen=True)
@@ -78,6 +86,8 @@ class CheckResult:
     generation: int
     metrics: Mapping[str, OutputMetrics]
     structure: str | None  # rendered diff when it changed and the test allowed it
+    verdict: Verdict = field(default_factory=Verdict)
+    note: str | None = None  # provenance differences within thresholds, for the terminal summary
 
 
 @dataclass(frozen=True)
@@ -90,11 +100,12 @@ class UpdateResult:
     deltas: Mapping[str, OutputMetrics]
     structure: str | None
     approval: Approval
+    dataset_changed: bool = False  # the refresh replaced the golden dataset: earlier outputs ran other inputs
 
     def summary_lines(self) -> list[str]:
         """Terminal-summary lines: what the refresh changed, per output."""
         label = f"{self.path.name} [{self.config}] generation {self.generation}"
-        lines = render_deltas(label, self.deltas)
+        lines = render_deltas(label, self.deltas, previous=self.generation - 1, dataset_changed=self.dataset_changed)
         if self.structure:
             lines += [f"{label}: structure: {s}" for s in self.structure.splitlines()]
         return lines
@@ -115,7 +126,9 @@ class GoldenCheck:
         nodeid: str | None = None,
         on_update: Callable[[UpdateResult], None] | None = None,
         on_verdict: Callable[[dict[str, Any]], None] | None = None,
+        on_note: Callable[[str], None] | None = None,
     ) -> None:
+        self._on_note = on_note
         self.settings = settings
         self._on_verdict = on_verdict
         self._engine_provider = engine_provider
@@ -135,6 +148,7 @@ class GoldenCheck:
         dataset: GoldenDataset | None = None,
         per_output: Mapping[str, Mapping[str, Any]] | None = None,
         batch_size: int | None = None,
+        classifier: Classifier = None,
         **thresholds: Any,
     ) -> CheckResult | UpdateResult:
         """Compare with the golden, or write an approved snapshot in update mode.
@@ -145,32 +159,54 @@ class GoldenCheck:
         written into a new golden file by an approved update and verified
         against the file otherwise.  ``thresholds``: see
         :class:`~pytest_trt.compare.thresholds.Thresholds`; ``per_output``
-        overrides them per output name.
+        overrides them per output name.  ``classifier``: which outputs are
+        class scores (``True``, ``["logits"]``, ``{"boxes": False}``);
+        undeclared outputs are detected (see
+        :func:`~pytest_trt.compare.metrics.looks_like_class_scores`) and the
+        golden remembers the decision.
         """
         __tracebackhide__ = True
         if structure not in structure_modes():
             raise GoldenError(f"structure={structure!r}; choose one of {', '.join(structure_modes())}")
         limits = self.settings.thresholds.with_overrides(thresholds, per_output)
+        declared = declared_classifiers(classifier)
         engine, outputs = self._resolve(engine_or_outputs)
         config = engine.config if engine is not None else self._config()
         from pytest_trt.golden import updating, verifying
 
         config_hash = engine.result.config_hash if engine is not None else config.config_hash
+        skip_message: str | None = None
         try:
             result: CheckResult | UpdateResult
+            ensure_runnable(engine)
             if self.settings.update:
-                updated = updating.update(self, config, engine, outputs, dataset=dataset, batch_size=batch_size)
+                updated = updating.update(self, config, engine, outputs, dataset=dataset, batch_size=batch_size,
+                                          classifier=declared)
                 if self._on_update is not None:
                     self._on_update(updated)
                 result = updated
             else:
                 result = verifying.verify(self, config, engine, outputs, structure=structure, dataset=dataset,
-                                          limits=limits, batch_size=batch_size)
+                                          limits=limits, batch_size=batch_size, classifier=declared)
+        except EngineNotRunnable as exc:
+            self._verdict(config_hash, "skipped", exc.message)
+            skip_message = not_runnable_skip(exc, getattr(engine, "backend_name", ""))
         except GoldenError as exc:
-            self._verdict(config_hash, _VERDICTS.get(type(exc).__name__, "fail"), exc.message)
+            detail = exc.context.get("verdict")
+            self._verdict(config_hash, _VERDICTS.get(type(exc).__name__, "fail"), exc.message,
+                          **({"detail": detail} if detail else {}))
             raise
-        verdict = "updated" if isinstance(result, UpdateResult) else "pass"
-        self._verdict(config_hash, verdict, None, golden=str(result.path), generation=result.generation)
+        if skip_message is not None:
+            from pytest_trt.skipping import skip_here
+
+            skip_here(skip_message)
+        if isinstance(result, UpdateResult):
+            self._verdict(config_hash, "updated", None, golden=str(result.path), generation=result.generation)
+            return result
+        self._verdict(config_hash, "pass", result.note, golden=str(result.path), generation=result.generation,
+                      detail=result.verdict.to_dict())
+        if result.note and self._on_note is not None:
+            self._on_note(result.note)
         return result
 
     def _verdict(self, config_hash: str, verdict: str, message: str | None, **extra: Any) -> None:
@@ -196,79 +232,86 @@ class GoldenCheck:
             raise GoldenError("check(outputs) needs the test's config: mark the test with @pytest.mark.trt(config)")
         return self._config_provider()
 
-    def missing_message(self, name: str, path: Path, what: str) -> str:
+    def missing_message(self, name: str, path: Path, what: str, *, needs_dataset: bool = False) -> str:
+        """The missing-golden failure; with ``needs_dataset`` it names the golden dataset first."""
+        command = update_command(self.nodeid, args=self.settings.command_args)
+        if needs_dataset:
+            return (f"no golden for {name!r}: {what}, and check() was given no golden dataset to create it from. "
+                    "Pass one, e.g. trt_golden.check(trt_engine, "
+                    "dataset=GoldenDataset.from_directory(\"golden_data\")) "
+                    "(a folder of <input>.npy files and an optional labels.npy) or "
+                    "dataset=GoldenDataset.from_arrays({\"<input>\": array}, labels=...), with "
+                    f"`from pytest_trt import GoldenDataset`; then, after checking the engine, create the golden with:"
+                    f"\n  {command}")
         return (f"no golden for {name!r}: {what}. Goldens are never created silently; after checking the "
-                f"engine, create it with:\n  {update_command(self.nodeid, args=self.settings.command_args)}")
+                f"engine, create it with:\n  {command}")
 
 
 def structure_modes() -> tuple[str, ...]:
     return structure.STRUCTURE_MODES
 
 
-def raise_failure(
-    check: GoldenCheck,
-    *,
-    golden: str,
-    tainted: tuple[str, ...],
-    problems: list[str],
-    breaches: list[Breach],
+def declared_classifiers(classifier: Classifier) -> Callable[[str], bool | None]:
+    """``check(classifier=...)`` as a per-output lookup (None: not declared)."""
+    if classifier is None or isinstance(classifier, bool):
+        return lambda name: classifier
+    if isinstance(classifier, Mapping):
+        table = {str(k): bool(v) for k, v in classifier.items()}
+        return table.get
+    if isinstance(classifier, str):
+        raise GoldenError(f"classifier={classifier!r}: give a list of output names, e.g. classifier=[{classifier!r}]")
+    names = frozenset(str(n) for n in classifier)
+    return lambda name: True if name in names else None
+
+
+def ensure_runnable(engine: Any) -> None:
+    """Raise :class:`EngineNotRunnable` before any golden work when this machine cannot execute ``engine``."""
+    if engine is not None and getattr(type(engine), "runner", None) is not None:
+        engine.runner  # noqa: B018 - Engine.runner raises EngineNotRunnable with the backend's reason
+
+
+def not_runnable_skip(exc: EngineNotRunnable, backend: str) -> str:
+    from pytest_trt.skipping import not_runnable_message
+
+    return not_runnable_message(exc.message, backend)
+
+
+def judge(
     metrics: Mapping[str, OutputMetrics],
-    structure_text: str | None,
-) -> None:
-    """Raise GoldenTainted (provenance differs) or GoldenRegression with the one rendered message."""
+    limits: ThresholdSet,
+    *,
+    problems: Iterable[str] = (),
+    provenance: Iterable[Any] = (),
+    structure_text: str | None = None,
+) -> Verdict:
+    """Every metric against its thresholds, plus refusals of thresholds nothing could evaluate."""
+    checks: tuple[MetricCheck, ...] = tuple(c for name, m in metrics.items()
+                                            for c in assess(m, limits.for_output(name)))
+    refused = refusals(checks, limits.given, limits.given_per_output)
+
+    def shown(c: MetricCheck) -> bool:
+        # a built-in default that does not apply to an output (drift of class indices, top-1 of
+        # an embedding) is noise; one the user set, or an accuracy check lacking labels, is news
+        return (c.status != NOT_EVALUATED or c.metric in limits.given
+                or c.metric in limits.given_per_output.get(c.output, ()) or c.reason == NO_LABELS)
+
+    return Verdict(tuple(c for c in checks if shown(c)), refused, tuple(problems), tuple(provenance), structure_text)
+
+
+def raise_failure(check: GoldenCheck, *, golden: str, verdict: Verdict, metrics: Mapping[str, OutputMetrics],
+                  provenance_lines: list[str]) -> None:
+    """Raise GoldenTainted (a fatal provenance difference) or GoldenRegression with the one rendered message."""
     __tracebackhide__ = True
-    message = render_regression(golden=golden, breaches=breaches, metrics=list(metrics.values()),
-                                structure=structure_text, problems=problems, nodeid=check.nodeid,
-                                command_args=check.settings.command_args)
-    if tainted:
-        raise GoldenTainted(message, fields=tainted)
-    raise GoldenRegression(message, breaches=[b.line() for b in breaches])
+    message = render_regression(golden=golden, breaches=verdict.breaches, metrics=list(metrics.values()),
+                                structure=verdict.structure, problems=[*provenance_lines, *verdict.problems],
+                                nodeid=check.nodeid, command_args=check.settings.command_args,
+                                checks=verdict.checks, refused=verdict.refused)
+    fatal = tuple(p.field for p in verdict.provenance if p.fatal)
+    if fatal:
+        raise GoldenTainted(message, fields=fatal, verdict=verdict.to_dict())
+    raise GoldenRegression(message, breaches=[b.line() for b in verdict.breaches], verdict=verdict.to_dict())
 
 
 def warn_structure(text: str, golden: str) -> None:
     warnings.warn(GoldenStructureWarning(f"{golden}: the engine's structure differs from the golden's:\n{text}"),
                   stacklevel=3)
-
-
-def evaluate_all(metrics: Mapping[str, OutputMetrics], limits: ThresholdSet) -> list[Breach]:
-    return [b for name, m in metrics.items() for b in evaluate(m, limits.for_output(name))]
-
-
-def baseline_of(baselines: Mapping[str, Any], output: str) -> distribution.DistributionBaseline | None:
-    d = baselines.get(output, {}).get("distribution")
-    return distribution.DistributionBaseline.from_dict(d) if d else None
-
-
-def pre_streams(
-    golden_outputs: Mapping[str, Any], baselines: Mapping[str, Any], *, strict: bool
-) -> dict[str, OutputStream]:
-    """One stream per golden output, with the golden's logits/probabilities decision."""
-    streams = {}
-    for name, ds in golden_outputs.items():
-        base = baseline_of(baselines, name)
-        streams[name] = OutputStream(name, ds, logits=None if base is None else base.logits, strict=strict)
-    return streams
-
-
-def feed(check: GoldenCheck, engine: Any, outputs: Mapping[str, np.ndarray] | None, inputs: Mapping[str, Any],
-         samples: int, batch_size: int | None, streams: dict[str, OutputStream], *,
-         golden_outputs: Mapping[str, Any] | None, label: str,
-         sink: Callable[[int, Mapping[str, np.ndarray]], None] | None = None) -> dict[str, OutputStream]:
-    """Stream the engine's (or the given) outputs into ``streams`` and ``sink``."""
-    if engine is not None:
-        feeds.validate(engine, inputs, label)
-        return run_dataset(engine.run, inputs, samples, feeds.batch_size(engine, batch_size), streams,
-                           golden_outputs=golden_outputs, label=label, sink=sink)
-    assert outputs is not None
-    for name, arr in outputs.items():
-        if arr.ndim == 0 or arr.shape[0] != samples:
-            raise GoldenError(f"{label}: output {name!r} has shape {arr.shape}; the golden dataset has {samples} "
-                              "samples, so axis 0 must be that long", output=name)
-
-    def sliced(fs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        idx = fs["sample"]
-        return {k: v[int(idx[0]) : int(idx[-1]) + 1] for k, v in outputs.items()}
-
-    index = {"sample": np.arange(samples)}
-    return run_dataset(sliced, index, samples, batch_size or 4096, streams, golden_outputs=golden_outputs,
-                       label=label, sink=sink)

@@ -88,4 +88,5 @@ def build_mobilenet(
         versions={"backend": "tensorrt-rtx", "tensorrt_rtx": trt.__version__,
                   "onnx_parser": str(trt.get_nv_onnx_parser_version()), "python": platform.python_version()},
         device={"kind": "cpu-aot", "name": None, "compute_capability": None, "targets": ["default"]},
+        backend_version=trt.__version__,
     )

@@ -69,6 +69,7 @@ def test_junit_properties_and_one_bundle_per_engine(suite, xdist):
         assert sorted(got) == sorted(PROPERTIES)
         assert got["trt_bundle"] == [str(bundles[0])]
         assert got["trt_backend_version"] == [RTX_VERSION]
+        assert got["trt_backend"] == ["tensorrt-rtx"]
         assert len(got["trt_config_hash"][0]) == 64
         if not xdist:  # with -n 2 the golden test may rewrite the bundle after test_plain reported it
             assert got["trt_bundle_sha256"] == [sha]

@@ -281,7 +281,7 @@ def test_parse_result_fills_backend_from_the_build() -> None:
     result = BuildResult(
         backend="tensorrt-rtx", engine=b"", config={}, effective_config={}, config_hash="", onnx_sha256="",
         log=(LogEntry("WARNING", 0.1, "In JIT build, strongly typed is enabled by default."),),
-        durations={}, versions={"backend": "tensorrt-rtx", "tensorrt_rtx": "1.7.1.116"}, device={},
+        durations={}, versions={}, device={}, backend_version="1.7.1.116",
     )
     record = parse_result(result)
     assert (record.backend, record.backend_version) == ("tensorrt-rtx", "1.7.1.116")

@@ -216,8 +216,21 @@ def test_engines_cannot_run_without_a_supported_gpu(rtx, models):
     if reason is None:
         pytest.skip("a GPU TensorRT-RTX supports is present")
     cfg = BuildConfig(name="cbr", onnx=models["conv_bn_relu"], profiles=[DYN])
+    result = rtx.build(cfg)
     with pytest.raises(EngineNotRunnable, match="cannot run tensorrt-rtx engine 'cbr' here: "):
-        rtx.runner(rtx.build(cfg), cfg)
+        rtx.runner(result, cfg)
+    import contextvars
+
+    import numpy as np
+
+    from pytest_trt.engine import Engine
+
+    engine = Engine(cfg, result, rtx)
+    feeds = {"input": np.zeros((1, 3, 16, 16), np.float32)}
+    with pytest.raises(EngineNotRunnable):  # outside a test (a script, the CLI): the error, not a skip
+        contextvars.Context().run(engine.run, feeds)
+    with pytest.raises(pytest.skip.Exception, match=r"Hint: --trt-backend onnxruntime runs engines on this CPU"):
+        engine.run(feeds)  # inside a test: a skip with the backend's reason and the hint
 
 
 @needs_trt

@@ -12,6 +12,7 @@ from golden_engines import CLASSES, FEATURES, write_model
 
 from pytest_trt.config import BuildConfig, Profile
 from pytest_trt.golden.dataset import GoldenDataset
+from pytest_trt.golden.provenance import ProvenancePolicy
 from pytest_trt.golden.workflow import GoldenCheck, GoldenSettings
 
 
@@ -48,7 +49,9 @@ def golden_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 def golden(golden_dir: Path) -> Callable[..., GoldenCheck]:
     """``golden(update=True, approve="why")`` -> a GoldenCheck on ``golden_dir``."""
-    def make(*, update: bool = False, approve: str | None = None, **kwargs: Any) -> GoldenCheck:
-        settings = GoldenSettings(golden_dir=golden_dir, update=update, approve=approve, rootdir=golden_dir.parent)
+    def make(*, update: bool = False, approve: str | None = None, provenance: ProvenancePolicy | None = None,
+             **kwargs: Any) -> GoldenCheck:
+        settings = GoldenSettings(golden_dir=golden_dir, update=update, approve=approve, rootdir=golden_dir.parent,
+                                  provenance=provenance or ProvenancePolicy())
         return GoldenCheck(settings, nodeid="tests/test_model.py::test_tiny", **kwargs)
     return make

@@ -1,8 +1,9 @@
-"""A real ONNX Runtime session behind the golden engine protocol, for the golden tests.
+"""Engines for the golden tests: real ONNX Runtime builds, and an adapter for what a build cannot vary.
 
-The real ORT backend is another module; this adapter is the smallest object
-that satisfies :class:`pytest_trt.golden.workflow.EngineLike`, so these tests
-exercise real inference, real HDF5 files and real subprocesses.
+:func:`real_engine` builds through the product's ONNX Runtime backend.
+:class:`OrtEngine` wraps a real session but lets a test set what one machine
+cannot produce by building: another backend version or device, or another
+fusion (``FUSED``), for the provenance and structure tests.
 """
 
 from __future__ import annotations
@@ -66,10 +67,11 @@ class OrtEngine:
         self.result = BuildResult(
             backend="onnxruntime", engine=b"", log=(), config=config.to_json(), effective_config={},
             config_hash=config.config_hash, onnx_sha256=config.onnx_sha256, durations={},
-            versions={"backend": backend_version or ort.__version__}, device={"kind": "cpu", "name": device},
+            versions={"onnxruntime": backend_version or ort.__version__}, device={"kind": "cpu", "name": device},
+            backend_version=backend_version or ort.__version__,
         )
         self.record = BuildRecord(source="onnxruntime", layers=layers, timings={"build_s": 0.1},
-                                  backend="onnxruntime", backend_version=self.result.versions["backend"])
+                                  backend="onnxruntime", backend_version=self.result.backend_version)
         self.label = f"{config.name} (onnxruntime)"
         self.backend_name = "onnxruntime"
         self.calls: list[int] = []
@@ -93,3 +95,27 @@ class OutputsOnly(OrtEngine):
         out = super().run(feeds)
         out.pop("pred")
         return out
+
+
+def real_engine(config: BuildConfig) -> object:
+    """A real ONNX Runtime build through the product's backend: a ``pytest_trt.engine.Engine``."""
+    from pytest_trt.backends.onnxruntime import OrtBackend
+    from pytest_trt.engine import Engine
+
+    backend = OrtBackend()
+    return Engine(config, backend.build(config), backend)
+
+
+def write_topk_model(path: Path, *, classes: int = 4, damp: float = 1.0) -> Path:
+    """x (N, C) -> logits = x @ diag(damp, 1, ..., 1): ``damp < 1`` lowers class 0's score only."""
+    w = np.eye(classes, dtype=np.float32)
+    w[0, 0] = damp
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["logits"], name="fc")], "topk",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", classes])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", classes])],
+        [numpy_helper.from_array(w, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    onnx.save(model, str(path))
+    return path

@@ -53,6 +53,8 @@ def test_from_directory_npy_and_npz(tmp_path: Path) -> None:
     assert ds.n == 6 and list(ds.labels) == [0, 0, 1, 1, 2, 2] and float(ds.inputs["x"][-1, 0]) == 2
     with pytest.raises(GoldenError, match="holds no .npy or .npz"):
         GoldenDataset.from_directory(tmp_path / "flat" / "..")
+    with pytest.raises(GoldenError, match=f"does not exist \\(looked for {tmp_path / 'nowhere'}; relative paths"):
+        GoldenDataset.from_directory(tmp_path / "nowhere")
     np.save(flat / "labels.npy", np.arange(4))
     with pytest.raises(GoldenError, match=r"labels have shape \(4,\); expected \(5,\)"):
         GoldenDataset.from_directory(flat)

@@ -1,7 +1,7 @@
 """The hook module through pytester: options, usage errors, the fixture, the summary, xdist.
 
-The project under test overrides ``trt_engine`` with the ONNX Runtime adapter
-of ``golden_engines.py``, so these runs need only the golden hook module.
+The project under test overrides ``trt_engine`` with a real ONNX Runtime build
+(``golden_engines.real_engine``), so these runs need only the golden hook module.
 """
 
 from __future__ import annotations
@@ -12,7 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_trt.golden.options import APPROVE_OPTION, GOLDEN_DIR_OPTION, UPDATE_OPTION
+from pytest_trt.golden.options import (
+    APPROVE_OPTION,
+    GOLDEN_DIR_OPTION,
+    PROVENANCE_FAIL_ON_INI,
+    PROVENANCE_OPTION,
+    UPDATE_OPTION,
+)
 from pytest_trt.golden.store import GoldenFile
 
 # the golden hooks alone: the main plugin (entry point "trt") and hypothesis only slow each run down
@@ -24,7 +30,7 @@ import os, sys
 sys.path.insert(0, {str(HERE)!r})
 import numpy as np
 import pytest
-from golden_engines import OrtEngine, write_model
+from golden_engines import real_engine, write_model
 from pytest_trt.config import BuildConfig, Profile
 from pytest_trt.golden.dataset import GoldenDataset
 
@@ -32,7 +38,7 @@ from pytest_trt.golden.dataset import GoldenDataset
 def trt_engine(tmp_path_factory):
     scale = float(os.environ.get("TINY_SCALE", "1.0"))
     path = write_model(tmp_path_factory.mktemp("m") / "tiny.onnx", scale=scale)
-    return OrtEngine(BuildConfig(name="tiny", onnx=path, profiles=(Profile(x=((1, 8), (16, 8), (16, 8))),)))
+    return real_engine(BuildConfig(name="tiny", onnx=path, profiles=(Profile(x=((1, 8), (16, 8), (16, 8))),)))
 
 @pytest.fixture
 def dataset():
@@ -87,9 +93,27 @@ def test_lifecycle_with_the_hooks_alone(project: pytest.Pytester, monkeypatch: p
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*[[]REGRESSION[]] logits: Output L2 norm delta: 0.18 > threshold(0.05)*"])
     project.makeini("[pytest]\ntrt_golden_l2_delta = 0.5\ntrt_golden_drift_sd = none\n")
-    result = project.runpytest(*HOOKS)  # ini thresholds apply (still tainted: the ONNX changed)
+    result = project.runpytest(*HOOKS)  # ini thresholds apply; the changed ONNX is compared and noted
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*trt golden provenance*", "test_tiny.py::test_tiny",
+                                 "*tiny.h5 [[]tiny[]] generation 1: provenance differs (config_hash: golden *"
+                                 "onnx_sha256: golden *); within thresholds; approve a refresh to record the new "
+                                 "provenance:"])
+    result = project.runpytest(*HOOKS, PROVENANCE_OPTION, "fail")  # strict: any difference fails
     result.assert_outcomes(failed=1)
-    assert "Output L2 norm delta" not in result.stdout.str() and "onnx_sha256 differs" in result.stdout.str()
+    result.stdout.fnmatch_lines(["*the snapshot is tainted: onnx_sha256 differs*"])
+    project.makeini("[pytest]\ntrt_golden_l2_delta = 0.5\ntrt_golden_drift_sd = none\n"
+                    f"{PROVENANCE_FAIL_ON_INI} = device config_hash\n")
+    result = project.runpytest(*HOOKS)  # per field: a config change fails, under the default policy
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*the snapshot is tainted: config_hash differs*",
+                                 "*provenance differs, compared anyway: onnx_sha256*"])
+    project.makeini(f"[pytest]\n{PROVENANCE_FAIL_ON_INI} = gpu\n")
+    bad = project.runpytest(*HOOKS)
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*provenance field 'gpu' is not one of backend, backend_version, device, config_hash, "
+                              "onnx_sha256*"])
+    project.makeini("[pytest]\ntrt_golden_l2_delta = 0.5\ntrt_golden_drift_sd = none\n")
     result = project.runpytest(*HOOKS, UPDATE_OPTION, APPROVE_OPTION, "retrained, CR-2")  # 5. refresh
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*generation 2: logits: L2 delta 0.18*"])

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from golden_engines import FUSED, OrtEngine, OutputsOnly
+from golden_engines import FUSED, OrtEngine, OutputsOnly, real_engine
 
 from pytest_trt.config import BuildConfig
 from pytest_trt.errors import GoldenError, GoldenMissing, GoldenTainted
 from pytest_trt.golden.approvals import read_jsonl
 from pytest_trt.golden.dataset import GoldenDataset
+from pytest_trt.golden.provenance import ProvenancePolicy
 from pytest_trt.golden.store import GoldenFile
 from pytest_trt.golden.workflow import GoldenCheck, GoldenRegression, GoldenStructureWarning, UpdateResult
 
@@ -30,11 +31,17 @@ def approve(golden: MakeGolden, engine: object, dataset: GoldenDataset | None = 
 
 
 def test_missing_golden_fails_with_command_and_creates_nothing(
-    golden: MakeGolden, make_config: MakeConfig, golden_dir: Path
+    golden: MakeGolden, make_config: MakeConfig, golden_dir: Path, dataset: GoldenDataset
 ) -> None:
+    with pytest.raises(GoldenMissing) as info:  # no dataset given: the first failure names it, with the fix
+        golden().check(real_engine(make_config()))
+    text = str(info.value)
+    assert "and check() was given no golden dataset to create it from" in text
+    assert 'dataset=GoldenDataset.from_directory("golden_data")' in text and COMMAND in text
     with pytest.raises(GoldenMissing) as info:
-        golden().check(OrtEngine(make_config()))
+        golden().check(real_engine(make_config()), dataset=dataset)
     assert COMMAND in str(info.value) and "never created silently" in str(info.value)
+    assert "no golden dataset" not in str(info.value)
     assert not golden_dir.exists() or not list(golden_dir.iterdir())
 
 
@@ -57,26 +64,40 @@ def test_update_then_check_passes_in_profile_batches(
 def test_changed_model_fails_with_regression_lines(
     golden: MakeGolden, make_config: MakeConfig, dataset: GoldenDataset
 ) -> None:
-    approve(golden, OrtEngine(make_config()), dataset)
-    changed = OrtEngine(make_config(scale=1.25))
-    with pytest.raises(GoldenTainted) as info:  # another ONNX: tainted, and the figures are shown
+    approve(golden, real_engine(make_config()), dataset)
+    changed = real_engine(make_config(scale=1.25))
+    with pytest.raises(GoldenRegression) as info:  # another ONNX: compared anyway, the thresholds decide
         golden().check(changed, l2_delta=0.05)
     text = str(info.value)
     assert "[REGRESSION] logits: Output L2 norm delta: 0.25 > threshold(0.05)" in text.splitlines()
-    assert "onnx_sha256 differs" in text and "approved refresh is needed" in text
+    assert "[GOLDEN] provenance differs, compared anyway: onnx_sha256: golden " in text
     assert text.splitlines()[-1].strip() == COMMAND
+    with pytest.raises(GoldenTainted) as tainted:  # strict policy: any difference is fatal
+        golden(provenance=ProvenancePolicy("fail")).check(changed, l2_delta=0.05)
+    assert tainted.value.context["fields"] == ("config_hash", "onnx_sha256")
+    assert "onnx_sha256 differs" in str(tainted.value) and "approved refresh" in str(tainted.value)
 
 
-def test_tainted_by_backend_version_and_device(
+def test_backend_version_and_device_change_compared_or_tainted_by_policy(
     golden: MakeGolden, make_config: MakeConfig, dataset: GoldenDataset
 ) -> None:
     config = make_config()
     approve(golden, OrtEngine(config), dataset)
+    upgraded = OrtEngine(config, backend_version="99.0", device="other-cpu")
+    notes: list[str] = []
+    result = golden(on_note=notes.append).check(upgraded)  # default policy: compare, pass, note the change
+    assert result.verdict.passed and [p.field for p in result.verdict.provenance] == ["backend_version", "device"]
+    assert notes == [result.note] and "within thresholds; approve a refresh to record the new provenance" in notes[0]
+    assert "backend_version: golden onnxruntime " in notes[0] and "engine onnxruntime 99.0" in notes[0]
     with pytest.raises(GoldenTainted) as info:
-        golden().check(OrtEngine(config, backend_version="99.0", device="other-cpu"))
+        golden(provenance=ProvenancePolicy("fail")).check(upgraded)
     assert info.value.context["fields"] == ("backend_version", "device")
-    assert "backend_version differs (golden '" in str(info.value) and "'99.0')" in str(info.value)
-    assert "[REGRESSION]" not in str(info.value)  # same outputs: only the provenance is wrong
+    assert "backend_version differs (golden '" in str(info.value) and "'onnxruntime 99.0')" in str(info.value)
+    assert "[REGRESSION]" not in str(info.value)  # same outputs: only the provenance differs
+    with pytest.raises(GoldenTainted) as info:  # per field: the device alone is fatal
+        golden(provenance=ProvenancePolicy("compare", ("device",))).check(upgraded)
+    assert info.value.context["fields"] == ("device",)
+    assert "provenance differs, compared anyway: backend_version" in str(info.value)
 
 
 def test_approved_refresh_keeps_history_and_reports_deltas(
@@ -128,7 +149,7 @@ def test_tactics_and_timings_are_masked(golden: MakeGolden, make_config: MakeCon
 
 def test_outputs_mode_update_and_check(golden: MakeGolden, make_config: MakeConfig, dataset: GoldenDataset) -> None:
     config = make_config()
-    outputs = OrtEngine(config).run({"x": dataset.inputs["x"]})
+    outputs = real_engine(config).run({"x": dataset.inputs["x"]})
     check = golden(update=True, approve="imported", config_provider=lambda: config)
     check.check(outputs, dataset=dataset)
     golden(config_provider=lambda: config).check(outputs)
@@ -141,7 +162,7 @@ def test_outputs_mode_update_and_check(golden: MakeGolden, make_config: MakeConf
 
 def test_missing_and_new_output_names(golden: MakeGolden, make_config: MakeConfig, dataset: GoldenDataset) -> None:
     config = make_config()
-    approve(golden, OrtEngine(config), dataset)
+    approve(golden, real_engine(config), dataset)
     with pytest.raises(GoldenError, match=r"missing output\(s\) 'pred' that the golden holds"):
         golden().check(OutputsOnly(config))
 
@@ -150,13 +171,13 @@ def test_dataset_dtype_and_shape_mismatch(golden: MakeGolden, make_config: MakeC
     config = make_config()
     as_float64 = GoldenDataset.from_arrays({"x": np.zeros((4, 8))})
     with pytest.raises(GoldenError, match="golden input 'x' is float64, the engine takes float32"):
-        golden(update=True, approve="x").check(OrtEngine(config), dataset=as_float64)
+        golden(update=True, approve="x").check(real_engine(config), dataset=as_float64)
     wrong_shape = GoldenDataset.from_arrays({"x": np.zeros((4, 6), np.float32)})
     with pytest.raises(GoldenError, match=r"golden input 'x' has samples of shape \(6,\)"):
-        golden(update=True, approve="x").check(OrtEngine(config), dataset=wrong_shape)
+        golden(update=True, approve="x").check(real_engine(config), dataset=wrong_shape)
     wrong_name = GoldenDataset.from_arrays({"image": np.zeros((4, 8), np.float32)})
     with pytest.raises(GoldenError, match=r"dataset has inputs \['image'\], the engine takes \['x'\]"):
-        golden(update=True, approve="x").check(OrtEngine(config), dataset=wrong_name)
+        golden(update=True, approve="x").check(real_engine(config), dataset=wrong_name)
     assert not (golden_dir / "tiny.h5").exists()  # failed updates write nothing
 
 
@@ -171,35 +192,39 @@ def test_labels_of_wrong_length_are_refused() -> None:
 
 def test_update_without_approval_and_bad_arguments(golden: MakeGolden, make_config: MakeConfig) -> None:
     with pytest.raises(GoldenError, match='--trt-approve "REASON"'):
-        golden(update=True).check(OrtEngine(make_config()))
+        golden(update=True).check(real_engine(make_config()))
     with pytest.raises(GoldenError, match="valid thresholds"):
-        golden().check(OrtEngine(make_config()), l2=0.1)
+        golden().check(real_engine(make_config()), l2=0.1)
     with pytest.raises(GoldenError, match="structure='maybe'"):
-        golden().check(OrtEngine(make_config()), structure="maybe")
+        golden().check(real_engine(make_config()), structure="maybe")
 
 
 def test_dataset_passed_to_check_must_match_the_file(
     golden: MakeGolden, make_config: MakeConfig, dataset: GoldenDataset
 ) -> None:
     config = make_config()
-    approve(golden, OrtEngine(config), dataset)
+    approve(golden, real_engine(config), dataset)
     other = GoldenDataset.from_arrays({"x": dataset.inputs["x"] + 1}, dataset.labels, dataset.tags)
     with pytest.raises(GoldenRegression, match="differs from the golden file's dataset"):
-        golden().check(OrtEngine(config), dataset=other)
-    approve(golden, OrtEngine(config), other, reason="new curated set")  # approved replacement
-    golden().check(OrtEngine(config), dataset=other)
+        golden().check(real_engine(config), dataset=other)
+    replaced = approve(golden, real_engine(config), other, reason="new curated set")  # approved replacement
+    assert replaced.generation == 2 and replaced.deltas == {}
+    assert replaced.summary_lines() == ["tiny.h5 [tiny] generation 2: new golden dataset; generation 1 ran other "
+                                        "inputs, so its outputs are not comparable (the approval records both "
+                                        "provenances)"]
+    golden().check(real_engine(config), dataset=other)
 
 
 def test_accuracy_drop_against_labels_fails(golden: MakeGolden, make_config: MakeConfig) -> None:
     config = make_config()
     x = np.random.default_rng(3).standard_normal((200, 8)).astype(np.float32)
-    labels = OrtEngine(config).run({"x": x})["pred"]  # the golden is 100% accurate by construction
+    labels = real_engine(config).run({"x": x})["pred"]  # the golden is 100% accurate by construction
     data = GoldenDataset.from_arrays({"x": x}, labels=labels, tags=["edge"] * 20 + [""] * 180)
-    approve(golden, OrtEngine(config), data)
-    with pytest.raises(GoldenTainted) as info:
-        golden().check(OrtEngine(make_config(seed=1)), l2_delta=None, drift_sd=None)
+    approve(golden, real_engine(config), data)
+    with pytest.raises(GoldenRegression) as info:
+        golden().check(real_engine(make_config(seed=1)), l2_delta=None, drift_sd=None)
     lines = str(info.value).splitlines()
     assert any(line.startswith("[REGRESSION] logits: Top-1 Acc drop: -") and "(accuracy 100.0% ->" in line
                for line in lines)
     assert any(line.startswith("[REGRESSION] logits[tag=edge]: Top-1 Acc drop: -") for line in lines)
-    assert json.dumps(info.value.context["fields"])  # JSON-able context for reports
+    assert json.dumps(info.value.context["verdict"])  # JSON-able context for reports
