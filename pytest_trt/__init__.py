@@ -9,7 +9,11 @@ TensorRT, ONNX Runtime or h5py.
 from __future__ import annotations
 
 from pytest_trt.assertions import (
+    assert_calibration,
+    assert_calibration_coverage,
+    assert_dynamic_range,
     assert_fused,
+    assert_int8,
     assert_layer_count,
     assert_no_fusion,
     assert_no_warning,
@@ -55,7 +59,11 @@ __all__ = [
     "TrtError",
     "UnsupportedOption",
     "__version__",
+    "assert_calibration",
+    "assert_calibration_coverage",
+    "assert_dynamic_range",
     "assert_fused",
+    "assert_int8",
     "assert_layer_count",
     "assert_no_fusion",
     "assert_no_warning",
