@@ -12,6 +12,7 @@ Q/DQ model is made from them (:mod:`pytest_trt.calibration.qdq`).
 from __future__ import annotations
 
 import tempfile
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,7 +100,9 @@ def compute_ranges(
             extra_options=options,
         )
         calibrator.collect_data(_Reader(batches))
-        data = calibrator.compute_data()
+        with warnings.catch_warnings():  # the distribution calibrator's std of an all-zero histogram is NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            data = calibrator.compute_data()
         del calibrator
     values: dict[str, tuple[float, float]] = {}
     for name, td in data.data.items():
