@@ -59,7 +59,7 @@ def main() -> None:
     y = torch.from_numpy(labels)
     model = DigitsNet()
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-    for epoch in range(40):
+    for _epoch in range(40):
         model.train()
         perm = torch.from_numpy(rng.permutation(train))
         for i in range(0, len(perm), 64):

@@ -13,7 +13,11 @@ from dataclasses import dataclass
 
 from .calibcache import algorithm_of_header, summarize_calibration
 
-_NOT_USED_RE = re.compile(r"[Cc]alibrator (?:is )?(?:not|won't be) used|[Cc]alibrator.*(?:ignored|not used)")
+# "Calibrator won't be used in explicit precision mode." (TensorRT 8.2, NVIDIA/TensorRT#1837);
+# "Calibrator is not being used. Users must provide dynamic range ..." (TensorRT 10, pytorch/TensorRT#3362)
+_NOT_USED_RE = re.compile(r"[Cc]alibrator (?:won't|will not) be used|[Cc]alibrator is not (?:being )?used")
+# "Calibration failure occurred with no scaling factors detected." (tensorflow/tensorrt#119)
+_FAILED_RE = re.compile(r"Calibration failure occurred|no scaling factors detected")
 _CACHE_BAD_RE = re.compile(
     r"[Cc]alibration [Cc]ache.*(?:ignored|incompatible|invalid|mismatch|failed)|"
     r"(?:[Ii]gnoring|[Ii]ncompatible|[Ii]nvalid).*[Cc]alibration [Cc]ache")
@@ -34,6 +38,7 @@ class CalibrationFacts:
     cache_rejected: tuple[str, ...] = ()  # cache ignored / incompatible lines
     out_of_bound_layers: tuple[str, ...] = ()  # "layer 'embed_3' has dynamic range out of bound"
     missing_scales: tuple[str, ...] = ()  # tensors without a scale (fall back to non-INT8)
+    failures: tuple[str, ...] = ()  # "Calibration failure occurred with no scaling factors detected"
     batches: int = 0
 
     @property
@@ -48,6 +53,7 @@ def calibration_facts(lines: Iterable[str]) -> CalibrationFacts:
     rejected: list[str] = []
     out_of_bound: list[str] = []
     missing: list[str] = []
+    failed: list[str] = []
     read = written = False
     for line in lines:
         summary_lines.append(line)
@@ -59,6 +65,8 @@ def calibration_facts(lines: Iterable[str]) -> CalibrationFacts:
             rejected.append(line.strip())
         elif _NOT_USED_RE.search(line):
             not_used.append(line.strip())
+        elif _FAILED_RE.search(line):
+            failed.append(line.strip())
         if _CACHE_USED_RE.search(line):
             read = True
         if "Writing Calibration Cache" in line:
@@ -73,5 +81,6 @@ def calibration_facts(lines: Iterable[str]) -> CalibrationFacts:
         cache_rejected=tuple(dict.fromkeys(rejected)),
         out_of_bound_layers=tuple(dict.fromkeys(out_of_bound)),
         missing_scales=tuple(dict.fromkeys(missing)),
+        failures=tuple(dict.fromkeys(failed)),
         batches=len(s.batch_times_s),
     )

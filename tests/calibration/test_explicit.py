@@ -131,3 +131,50 @@ def test_onnxruntime_backend_runs_the_calibrated_engine(method_config) -> None: 
     out = backend.runner(result, config).run({"input": x[:64]})["logits"]
     assert float(np.mean(out.argmax(1) == y[:64])) > 0.8
     assert result.extra["qdq_model_sha256"] == calibrate_explicit(config).info["qdq_model_sha256"]
+
+
+def _refuse(option: str, why: str):  # type: ignore[no-untyped-def]
+    from pytest_trt.errors import UnsupportedOption
+
+    return UnsupportedOption(f"{option}: {why}", backend="tensorrt-rtx", option=option)
+
+
+@pytest.mark.skipif(not HAS_RTX, reason="tensorrt_rtx is not installed")
+def test_feature_table_sends_rtx_to_qdq_and_refuses_14(method_config) -> None:  # type: ignore[no-untyped-def]
+    import dataclasses
+
+    import tensorrt_rtx
+
+    from pytest_trt.backends.trt_features import probe
+    from pytest_trt.calibration.planning import check_calibration
+    from pytest_trt.errors import UnsupportedOption
+
+    features = probe(tensorrt_rtx)
+    config = method_config("entropy")
+    for version, refused in (("1.4.0.76", True), ("1.7.1.116", False), ("1.8.0", False)):
+        f = dataclasses.replace(features, version=version)
+        if refused:
+            with pytest.raises(UnsupportedOption, match="cannot build INT8 Q/DQ models .*Myelin"):
+                check_calibration(config, f, f"TensorRT-RTX {version}", _refuse)
+        else:
+            built_as = check_calibration(config, f, f"TensorRT-RTX {version}", _refuse)
+            assert built_as.precision == "typed" and built_as.calibration is None
+    with pytest.raises(UnsupportedOption, match="no INT8 calibrators .*'entropy2' cannot run"):
+        check_calibration(method_config("entropy2"), features, "TensorRT-RTX", _refuse)
+
+
+@pytest.mark.skipif(not HAS_RTX or RTX_MM != "1.4", reason=f"needs TensorRT-RTX 1.4 (tox -e rtx14); installed: "
+                    f"{RTX_MM if HAS_RTX else 'none'}")
+def test_rtx14_refuses_qdq_int8_with_a_clear_error(method_config) -> None:  # type: ignore[no-untyped-def]
+    from pytest_trt.backends.base import create_backend
+    from pytest_trt.calibration.building import typed_config
+    from pytest_trt.errors import UnsupportedOption
+
+    backend = create_backend("tensorrt-rtx")
+    config = method_config("minmax")
+    with pytest.raises(UnsupportedOption, match="TensorRT-RTX 1.4.* cannot build INT8 Q/DQ models.*tensorrt-rtx>=1.7"):
+        backend.validate(config)
+    # the table's fact, measured again: the Q/DQ model itself does not build with 1.4
+    qdq = calibrate_explicit(config).qdq_model
+    with pytest.raises(BuildFailed, match="Myelin|failed to build"):
+        backend._build_checked(typed_config(config, qdq))
