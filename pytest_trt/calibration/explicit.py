@@ -30,7 +30,8 @@ from pytest_trt.buildlog.calibcache import (
     parse_calibration_cache,
     write_calibration_cache,
 )
-from pytest_trt.calibration.ranges import Ranges
+from pytest_trt.calibration.qdq import TENSORRT_QDQ_OPTIONS
+from pytest_trt.calibration.ranges import METHODS, Ranges
 from pytest_trt.calibration.store import set_store_root, store_root
 from pytest_trt.errors import BuildFailed, ConfigError
 
@@ -72,6 +73,8 @@ def store_key(config: BuildConfig, onnx_sha256: str) -> str:
         "onnx_sha256": onnx_sha256,
         "calibration": config.calibration.canonical(),
         "onnxruntime": onnxruntime.__version__,
+        "calibrator_settings": METHODS.get(config.calibration.algorithm),
+        "qdq_options": TENSORRT_QDQ_OPTIONS,
         # an existing cache file is the source of the ranges (as with TensorRT's calibrators), so its bytes count
         "cache_file_sha256": _file_sha256(config.calibration.cache),
     }
