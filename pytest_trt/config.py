@@ -530,7 +530,10 @@ class BuildConfig:
             profiles = [profiles]
         kwargs["profiles"] = tuple(Profile(dict(p)) for p in profiles)
         if isinstance(kwargs.get("calibration"), Mapping):
-            kwargs["calibration"] = _calibration_from_mapping(kwargs["calibration"], base_dir)
+            try:
+                kwargs["calibration"] = _calibration_from_mapping(kwargs["calibration"], base_dir)
+            except ConfigError as exc:
+                raise ConfigError(f"BuildConfig {kwargs['name']!r}: {exc.message}", field=exc.field) from None
         if isinstance(kwargs.get("ort"), Mapping):
             ort = dict(kwargs["ort"])
             if "execution_providers" in ort:

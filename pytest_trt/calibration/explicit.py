@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import io
 import json
 import os
@@ -33,7 +34,7 @@ from pytest_trt.buildlog.calibcache import (
 from pytest_trt.calibration.qdq import TENSORRT_QDQ_OPTIONS
 from pytest_trt.calibration.ranges import METHODS, Ranges
 from pytest_trt.calibration.store import set_store_root, store_root
-from pytest_trt.errors import BuildFailed, ConfigError
+from pytest_trt.errors import BackendUnavailable, BuildFailed, ConfigError
 
 if TYPE_CHECKING:
     from pytest_trt.config import BuildConfig, Calibration
@@ -90,6 +91,10 @@ def _file_sha256(path: Path | str | None) -> str | None:
 def calibrate_explicit(config: BuildConfig, *, onnx_sha256: str | None = None) -> ExplicitCalibration:
     """Calibrate ``config`` (or take the stored result); check the pinned cache hash; return the outcome."""
     calib = config.calibration
+    if importlib.util.find_spec("onnxruntime") is None:
+        raise BackendUnavailable(
+            f"BuildConfig {config.name!r}: explicit INT8 calibration computes its ranges with ONNX Runtime, which "
+            "is not installed: pip install 'pytest-trt[int8]'", backend="onnxruntime")
     if calib is None or not calib.explicit:
         raise ConfigError(f"BuildConfig {config.name!r}: explicit quantization needs Calibration(algorithm=...) "
                           "one of minmax, entropy, percentile, distribution", field="calibration.algorithm")
