@@ -13,7 +13,7 @@ import os
 import pytest
 
 from examples.calibration.incident import configs, golden_dataset
-from pytest_trt import assert_calibration
+from pytest_trt import EngineNotRunnable, assert_calibration
 
 APPROVED, UPGRADED = configs()
 DEPLOYED = UPGRADED if os.environ.get("DIGITS_CALIBRATION") == "minmax" else APPROVED
@@ -27,4 +27,8 @@ def test_calibration_is_the_approved_algorithm(trt_engine):
 
 @pytest.mark.trt(DEPLOYED)
 def test_accuracy_has_not_dropped(trt_engine, trt_golden):
+    try:
+        assert trt_engine.runner is not None  # TensorRT-RTX builds here; it runs engines only on a supported GPU
+    except EngineNotRunnable as exc:
+        pytest.skip(str(exc))
     trt_golden.check(trt_engine, dataset=golden_dataset(), top1_drop=0.02, l2_delta=None, structure="ignore")

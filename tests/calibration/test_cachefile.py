@@ -94,3 +94,31 @@ def test_comparing_a_malformed_cache_names_file_and_line(tmp_path: Path) -> None
     bad.write_text("TRT-8601-EntropyCalibration2\nx: 3f800000\ny\n")
     with pytest.raises(CalibrationCacheError, match=r"bad.cache:3: 'y'"):
         compare_caches(DATA / CACHES[0].name, bad)
+
+
+def test_parsing_never_crashes_and_generated_caches_round_trip() -> None:
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.text(max_size=300))
+    def lenient_or_located(text: str) -> None:
+        parse_calibration_cache(text)  # lenient: never raises
+        try:
+            parse_calibration_cache(text, strict=True)
+        except CalibrationCacheError as exc:
+            assert exc.line >= 1
+
+    names = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), min_size=1, max_size=30).filter(
+        lambda s: s.strip() == s and not s.endswith(":"))
+    scales = st.floats(min_value=0, max_value=1e6, allow_nan=False, width=32)
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.dictionaries(names, scales, max_size=20), st.sampled_from(["entropy2", "minmax", "legacy"]))
+    def round_trip(values: dict[str, float], algorithm: str) -> None:
+        text = format_calibration_cache(algorithm, values, tag="8601")
+        parsed = parse_calibration_cache(text, strict=True)
+        assert parsed.scales == values and rewrite(parsed) == text
+
+    lenient_or_located()
+    round_trip()
