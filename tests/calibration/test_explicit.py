@@ -178,3 +178,23 @@ def test_rtx14_refuses_qdq_int8_with_a_clear_error(method_config) -> None:  # ty
     qdq = calibrate_explicit(config).qdq_model
     with pytest.raises(BuildFailed, match="Myelin|failed to build"):
         backend._build_checked(typed_config(config, qdq))
+
+
+def test_per_channel_weights_get_one_scale_per_output_channel(method_config) -> None:  # type: ignore[no-untyped-def]
+    def weight_scales(outcome) -> dict[str, int]:  # type: ignore[no-untyped-def]
+        model = onnx.load(str(outcome.qdq_model))
+        inits = {i.name: i for i in model.graph.initializer}
+        return {n.name: int(np.prod(inits[n.input[1]].dims)) for n in model.graph.node
+                if n.op_type == "DequantizeLinear" and n.input[0] in inits and inits[n.input[0]].data_type == onnx.TensorProto.INT8}
+
+    per_tensor = weight_scales(calibrate_explicit(method_config("minmax")))
+    per_channel = weight_scales(calibrate_explicit(method_config("minmax", per_channel=True)))
+    assert per_tensor and set(per_tensor.values()) == {1}
+    assert max(per_channel.values()) == 64  # block2/block3 convolutions have 64 output channels
+    if HAS_RTX and RTX_MM != "1.4":
+        from pytest_trt.backends.base import create_backend
+
+        config = method_config("minmax", per_channel=True)
+        backend = create_backend("tensorrt-rtx")
+        record = backend.record(backend.build(config), config)
+        assert any(t.dtype == "Int8" for la in record.layers for t in la.inputs)
