@@ -200,7 +200,8 @@ class TensorRTBackend:
         if config.calibration is not None:  # implicit INT8 (TensorRT <= 10): a calibrator on the config
             from pytest_trt.calibration.implicit import attach_calibrator
 
-            calibrator, effective["calibrator"] = attach_calibrator(trt, builder_config, config)  # noqa: F841
+            calibrator, effective["calibrator"] = attach_calibrator(  # noqa: F841 - alive during the build
+                trt, builder_config, config, profiles)
         t1 = time.perf_counter()
         serialized = builder.build_serialized_network(network, builder_config)
         build_s = time.perf_counter() - t1

@@ -173,8 +173,14 @@ def reported_algorithm(calibrator: Any) -> str | None:
     return ALGO_TYPES.get(name)
 
 
-def attach_calibrator(trt: Any, builder_config: Any, config: BuildConfig) -> tuple[Any, dict[str, Any]]:
-    """Set a calibrator for ``config`` on ``builder_config``; return it (keep it alive) and its facts."""
+def attach_calibrator(
+    trt: Any, builder_config: Any, config: BuildConfig, profiles: Sequence[Any] = ()
+) -> tuple[Any, dict[str, Any]]:
+    """Set a calibrator for ``config`` on ``builder_config``; return it (keep it alive) and its facts.
+
+    With dynamic shapes the first optimization profile is the calibration profile, set explicitly rather than
+    left to TensorRT's "Calibration Profile is not defined. Calibrating with Profile 0" fallback.
+    """
     from pytest_trt.backends.cuda import DeviceBuffer, Stream
     from pytest_trt.calibration.data import load_samples
 
@@ -186,6 +192,8 @@ def attach_calibrator(trt: Any, builder_config: Any, config: BuildConfig) -> tup
     cache = CacheIO(Path(calib.cache) if calib.cache is not None else None, calib.algorithm)
     calibrator = make_calibrator(trt, calib.algorithm, feeder, cache)
     builder_config.int8_calibrator = calibrator
+    if profiles and hasattr(builder_config, "set_calibration_profile"):
+        builder_config.set_calibration_profile(profiles[0])
     info = {"class": CALIBRATOR_CLASSES[calib.algorithm], "algorithm": reported_algorithm(calibrator),
             "batch_size": calib.batch_size, "samples": samples.n,
             "class_counts": {str(k): v for k, v in samples.class_counts().items()},
