@@ -11,7 +11,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pytest_trt.assertions import (
+    assert_calibration,
+    assert_calibration_coverage,
+    assert_dynamic_range,
     assert_fused,
+    assert_int8,
     assert_layer_count,
     assert_no_fusion,
     assert_no_warning,
@@ -72,7 +76,11 @@ __all__ = [
     "TrtError",
     "UnsupportedOption",
     "__version__",
+    "assert_calibration",
+    "assert_calibration_coverage",
+    "assert_dynamic_range",
     "assert_fused",
+    "assert_int8",
     "assert_layer_count",
     "assert_no_fusion",
     "assert_no_warning",

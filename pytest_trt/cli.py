@@ -219,6 +219,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = golden.add_parser("show", parents=[common], help="datasets, snapshots, provenance and approvals")
     p.add_argument("file", type=Path, metavar="FILE")
     p.set_defaults(func=cmd_golden_show)
+    from pytest_trt.calibration.cli import add_calib_commands
+
+    add_calib_commands(groups, common)
     return parser
 
 

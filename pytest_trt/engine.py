@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -129,3 +129,34 @@ class Engine:
         from pytest_trt.buildlog import assertions
 
         assertions.assert_no_warning(self.record, pattern, label=self.label)
+
+    # -- INT8 calibration (definitions in pytest_trt.buildlog.calibration_assertions) ------
+    def assert_calibration(self, algorithm: str) -> None:
+        """Calibrated with ``algorithm`` by every piece of evidence (quantizer or calibrator, cache header, log)."""
+        __tracebackhide__ = True
+        from pytest_trt.buildlog import calibration_assertions
+
+        calibration_assertions.assert_calibration(self.record, algorithm, label=self.label)
+
+    def assert_dynamic_range(self, tensor: str, *, max_abs: float | None = None, min_abs: float | None = None) -> None:
+        """The calibrated amax of ``tensor`` (name or glob) is within ``min_abs`` .. ``max_abs``."""
+        __tracebackhide__ = True
+        from pytest_trt.buildlog import calibration_assertions
+
+        calibration_assertions.assert_dynamic_range(self.record, tensor, max_abs=max_abs, min_abs=min_abs,
+                                                    label=self.label)
+
+    def assert_int8(self, *nodes: str) -> None:
+        """Each ONNX node is implemented by a layer reading or writing INT8."""
+        __tracebackhide__ = True
+        from pytest_trt.buildlog import calibration_assertions
+
+        calibration_assertions.assert_int8(self.record, *nodes, label=self.label)
+
+    def assert_calibration_coverage(self, *, min_per_class: int, classes: Iterable[int] | None = None) -> None:
+        """Each class (default: each calibration label; e.g. ``golden.labels``) has ``min_per_class`` samples."""
+        __tracebackhide__ = True
+        from pytest_trt.buildlog import calibration_assertions
+
+        calibration_assertions.assert_calibration_coverage(self.record, min_per_class=min_per_class, classes=classes,
+                                                           label=self.label)

@@ -50,6 +50,9 @@ class EngineProvider:
         self.backend_name = backend_name
         self.why = why
         self.cache = EngineCache(cache_dir)
+        from pytest_trt.calibration.store import set_store_root
+
+        set_store_root(Path(cache_dir) / "calibration")  # explicit INT8 calibrations, stored with the engines
         self.build_enabled = build
         self.rebuild = rebuild
         self.build_flag = build_flag

@@ -203,3 +203,12 @@ def assert_no_warning(record: BuildRecord, pattern: str, *, label: str = "engine
         + (f"\n  ... and {len(hits) - 10} more" if len(hits) > 10 else "")
         + "\nNext: fix the cause in the model or config, or drop the assertion if the warning is accepted."
     )
+
+
+# calibration assertions live in their own module; re-exported so every record assertion is importable from here
+from .calibration_assertions import (  # noqa: E402, F401
+    assert_calibration,
+    assert_calibration_coverage,
+    assert_dynamic_range,
+    assert_int8,
+)
