@@ -197,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="exit codes: 0 ok; 1 verification failed or differences found; 2 usage error; 3 file error",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    groups = parser.add_subparsers(dest="group", required=True, metavar="{bundle,log,golden}")
+    groups = parser.add_subparsers(dest="group", required=True, metavar="{bundle,log,golden,upgrade-report}")
     bundle = groups.add_parser("bundle", help="verify, show and diff audit bundles").add_subparsers(
         dest="command", required=True, metavar="{verify,show,diff}")
     p = bundle.add_parser("verify", parents=[common], help="check manifest hashes, schema, member safety, signature")
@@ -224,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = golden.add_parser("show", parents=[common], help="datasets, snapshots, provenance and approvals")
     p.add_argument("file", type=Path, metavar="FILE")
     p.set_defaults(func=cmd_golden_show)
-    # upgrade_cli.register_upgrade(groups, common)
+    upgrade_cli.register_upgrade(groups, common)
     return parser
 
 

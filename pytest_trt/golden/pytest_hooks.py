@@ -17,6 +17,7 @@ from pytest_trt.compare.thresholds import Thresholds, parse_ini_value, threshold
 from pytest_trt.errors import GoldenError
 from pytest_trt.golden.options import (
     APPROVE_OPTION,
+    APPROVE_REPORT_OPTION,
     ENGINE_BUILD_OPTION,
     ENGINE_FIXTURE,
     GOLDEN_DIR_DEFAULT,
@@ -46,6 +47,7 @@ class _State:
     defaults: dict[str, Any]
     rootdir: Path
     command_args: tuple[str, ...] = ()
+    approve_report: dict[str, Any] | None = None
     refreshed: list[tuple[str, str]] = field(default_factory=list)
     settings: GoldenSettings | None = None
 
@@ -63,6 +65,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(APPROVE_OPTION, dest="trt_approve", metavar="REASON", default=None,
                     help=f"reason recorded with every snapshot written by {UPDATE_OPTION} "
                          "(e.g. 'TRT 10.13 upgrade, CR-1234').")
+    group.addoption(APPROVE_REPORT_OPTION, dest="trt_approve_report", metavar="HTML", default=None,
+                    help=f"with {APPROVE_OPTION}: the upgrade report (pytest-trt upgrade-report) the approval was "
+                         "made on; its sha256 is recorded in APPROVALS.jsonl and the golden's history.")
     parser.addini(GOLDEN_DIR_INI, type="string", default=GOLDEN_DIR_DEFAULT,
                   help="folder of golden HDF5 files, relative to the ini file.")
     defaults = Thresholds()
@@ -100,6 +105,7 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     if approve and not update:
         raise pytest.UsageError(f"{APPROVE_OPTION} is used only with {UPDATE_OPTION}; add it, or drop {APPROVE_OPTION}")
+    report = _approve_report(config, approve)
     defaults: dict[str, Any] = {}
     for name in threshold_names():
         try:
@@ -107,10 +113,24 @@ def pytest_configure(config: pytest.Config) -> None:
         except GoldenError as exc:
             raise pytest.UsageError(exc.message) from None
     state = _State(_golden_dir(config), bool(update), approve, defaults, config.rootpath,
-                   command_args=_engine_args(config))
+                   command_args=_engine_args(config), approve_report=report)
     config.stash[_STATE] = state
     if update:
         config.pluginmanager.register(_RefreshSummary(state), "trt-golden-refresh-summary")
+
+
+def _approve_report(config: pytest.Config, approve: str | None) -> dict[str, Any] | None:
+    given = config.getoption("trt_approve_report")
+    if not given:
+        return None
+    if not approve:
+        raise pytest.UsageError(f"{APPROVE_REPORT_OPTION} goes with {APPROVE_OPTION} \"REASON\" and {UPDATE_OPTION}")
+    from pytest_trt.upgrade.approval import ReportReferenceError, report_reference
+
+    try:
+        return report_reference(Path(config.invocation_params.dir) / str(given))
+    except ReportReferenceError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _settings(state: _State) -> GoldenSettings:
@@ -121,7 +141,7 @@ def _settings(state: _State) -> GoldenSettings:
         state.settings = GoldenSettings(
             golden_dir=state.golden_dir, update=state.update, approve=state.approve,
             thresholds=ThresholdSet(Thresholds(**state.defaults)), rootdir=state.rootdir,
-            command_args=state.command_args,
+            command_args=state.command_args, approve_report=state.approve_report,
         )
     return state.settings
 

@@ -10,10 +10,11 @@ import numpy as np
 
 from pytest_trt.buildlog.diff import RecordDiff
 from pytest_trt.compare.thresholds import ThresholdSet
-from pytest_trt.errors import GoldenMissing
+from pytest_trt.errors import GoldenError, GoldenMissing
 from pytest_trt.golden import provenance, structure
 from pytest_trt.golden.dataset import GoldenDataset
 from pytest_trt.golden.store import GoldenFile, guard
+from pytest_trt.upgrade.outputs import summarize_outputs
 
 if TYPE_CHECKING:
     from pytest_trt.golden.workflow import CheckResult, GoldenCheck
@@ -82,12 +83,18 @@ def verify(
         structure_text = diff.render() if diff.has_structure_changes else None
     failing_structure = structure_text if structure == "fail" else None
     golden_label = f"{path} [{name}] generation {generation}, {sum(1 for _ in metrics)} outputs"
+    # what the upgrade report draws from (pytest_trt.upgrade.outputs), kept with the verdict in the bundle
+    outputs_summary = summarize_outputs(streams, metrics, limits, labels)
     if problems or breaches or failing_structure:
-        wf.raise_failure(check, golden=golden_label, tainted=tainted, problems=problems, breaches=breaches,
-                         metrics=metrics, structure_text=failing_structure)
+        try:
+            wf.raise_failure(check, golden=golden_label, tainted=tainted, problems=problems, breaches=breaches,
+                             metrics=metrics, structure_text=failing_structure)
+        except GoldenError as exc:
+            exc.context["outputs_summary"] = outputs_summary
+            raise
     if structure_text and structure == "warn":
         wf.warn_structure(structure_text, golden_label)
-    return wf.CheckResult(name, path, generation, metrics, structure_text)
+    return wf.CheckResult(name, path, generation, metrics, structure_text, outputs_summary)
 
 
 def _structure_diff(record_json: str, record: Any) -> RecordDiff:

@@ -67,6 +67,7 @@ class GoldenSettings:
     thresholds: ThresholdSet = field(default_factory=ThresholdSet)
     rootdir: Path | None = None  # where git is asked for the commit and the approver
     command_args: tuple[str, ...] = ()  # session options the update command must repeat (--trt-backend ...)
+    approve_report: dict[str, Any] | None = None  # {"path", "sha256"} of the upgrade report (--trt-approve-report)
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,7 @@ class CheckResult:
     generation: int
     metrics: Mapping[str, OutputMetrics]
     structure: str | None  # rendered diff when it changed and the test allowed it
+    outputs_summary: dict[str, Any] | None = None  # per-output figures for the bundle (pytest_trt.upgrade.outputs)
 
 
 @dataclass(frozen=True)
@@ -167,10 +169,14 @@ class GoldenCheck:
                 result = verifying.verify(self, config, engine, outputs, structure=structure, dataset=dataset,
                                           limits=limits, batch_size=batch_size)
         except GoldenError as exc:
-            self._verdict(config_hash, _VERDICTS.get(type(exc).__name__, "fail"), exc.message)
+            summary = exc.context.get("outputs_summary")
+            self._verdict(config_hash, _VERDICTS.get(type(exc).__name__, "fail"), exc.message,
+                          **({"outputs": summary} if summary else {}))
             raise
         verdict = "updated" if isinstance(result, UpdateResult) else "pass"
-        self._verdict(config_hash, verdict, None, golden=str(result.path), generation=result.generation)
+        summary = getattr(result, "outputs_summary", None)
+        self._verdict(config_hash, verdict, None, golden=str(result.path), generation=result.generation,
+                      **({"outputs": summary} if summary else {}))
         return result
 
     def _verdict(self, config_hash: str, verdict: str, message: str | None, **extra: Any) -> None:

@@ -1,0 +1,153 @@
+"""The report's pictures, drawn with matplotlib (imported here only) and returned as inline PNG data URIs.
+
+Each function returns ``None`` when there is nothing to draw, so the HTML
+layer shows a picture only where it tells the reviewer something.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from pytest_trt.buildlog.record import BuildRecord
+
+OLD_COLOR, NEW_COLOR = "#4c72b0", "#dd8452"
+_STAT_TITLES = {"max_confidence": "max softmax confidence", "entropy": "entropy", "top2_margin": "top-2 margin"}
+MAX_TIMELINE_NODES = 80
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _png(fig: Any) -> str:
+    plt = _pyplot()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=72, metadata={"Software": None})
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def histograms(output: str, old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> str | None:
+    """Overlaid per-sample histograms (old vs new) of the three classifier statistics of one output."""
+    hists_new = new.get("histograms") or {}
+    hists_old = (old or {}).get("histograms") or {}
+    stats = [s for s in _STAT_TITLES if s in hists_new]
+    if not stats:
+        return None
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(stats), figsize=(3.2 * len(stats), 2.4))
+    for ax, stat in zip(np.atleast_1d(axes), stats, strict=True):
+        for label, h, color in (("old", hists_old.get(stat), OLD_COLOR), ("new", hists_new[stat], NEW_COLOR)):
+            if not h:
+                continue
+            counts = np.asarray(h["counts"], dtype=float)
+            edges = np.linspace(h["range"][0], h["range"][1], len(counts) + 1)
+            ax.stairs(counts / max(counts.sum(), 1.0), edges, fill=True, alpha=0.45, color=color, label=label)
+        ax.set_title(f"{output}: {_STAT_TITLES[stat]}", fontsize=8)
+        ax.tick_params(labelsize=7)
+    np.atleast_1d(axes)[0].legend(fontsize=7)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def tag_bars(rows: Sequence[Any]) -> str | None:
+    """Per-tag accuracy / agreement, old vs new, as grouped bars (rows: MetricRow with a tag)."""
+    tagged = [r for r in rows if r.tag is not None and r.metric in ("accuracy", "agreement")]
+    if not tagged:
+        return None
+    plt = _pyplot()
+    labels = [f"{r.output}[{r.tag}] {r.metric}" for r in tagged]
+    x = np.arange(len(tagged))
+    fig, ax = plt.subplots(figsize=(max(3.5, 0.55 * len(tagged) + 1.5), 2.6))
+    ax.bar(x - 0.2, [r.old or 0.0 for r in tagged], 0.4, color=OLD_COLOR, label="old")
+    ax.bar(x + 0.2, [r.new or 0.0 for r in tagged], 0.4, color=NEW_COLOR, label="new")
+    ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=7)
+    ax.set_ylim(0, 1.05)
+    ax.set_title("per-tag accuracy / agreement", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def _dense(sparse: Sequence[Sequence[int]] | None, classes: int) -> np.ndarray:
+    m = np.zeros((classes, classes))
+    for a, b, c in sparse or ():
+        if 0 <= a < classes and 0 <= b < classes:
+            m[a, b] += c
+    return m
+
+
+def confusion_change(output: str, old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> str | None:
+    """Heat map of new minus old confusion counts (rows: label, columns: predicted)."""
+    classes = int(new.get("classes") or 0)
+    if not classes or new.get("confusion") is None or not old or old.get("confusion") is None:
+        return None
+    delta = _dense(new["confusion"], classes) - _dense(old["confusion"], classes)
+    plt = _pyplot()
+    lim = max(float(np.abs(delta).max()), 1.0)
+    fig, ax = plt.subplots(figsize=(3.4, 3.0))
+    im = ax.imshow(delta, cmap="RdBu_r", vmin=-lim, vmax=lim)
+    ax.set_xlabel("predicted", fontsize=7)
+    ax.set_ylabel("label", fontsize=7)
+    ax.set_title(f"{output}: confusion change (new - old)", fontsize=8)
+    ax.tick_params(labelsize=6)
+    fig.colorbar(im, ax=ax, shrink=0.8).ax.tick_params(labelsize=6)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def _groups(record: BuildRecord) -> list[tuple[str, ...]]:
+    from pytest_trt.buildlog.events import event_groups, uses_events
+
+    if uses_events(record):
+        return [tuple(g) for g in event_groups(record)]
+    return [tuple(dict.fromkeys(layer.origins)) for layer in record.layers if layer.kind == "compute"
+            and layer.origins]
+
+
+def timeline(old: BuildRecord, new: BuildRecord) -> str | None:
+    """ONNX nodes left to right; per run, one bar per engine layer over the nodes it implements.
+
+    Orange bars are layers whose node set exists only in that run: nodes merged
+    (a longer bar) or split (shorter bars).  Grey bars are the same in both.
+    """
+    go, gn = _groups(old), _groups(new)
+    # multisets: one ONNX node implemented by two layers in one run and one in the other is a merge
+    so, sn = Counter(frozenset(g) for g in go), Counter(frozenset(g) for g in gn)
+    if so == sn:
+        return None
+    order = list(dict.fromkeys(n for g in go + gn for n in g))
+    changed = {n for g in ((so - sn) + (sn - so)) for n in g}
+    if len(order) > MAX_TIMELINE_NODES:  # keep the changed nodes and a little context around them
+        keep = {i for i, n in enumerate(order) if n in changed}
+        keep |= {j for i in keep for j in (i - 1, i + 1) if 0 <= j < len(order)}
+        order = [n for i, n in enumerate(order) if i in keep][:MAX_TIMELINE_NODES]
+    pos = {n: i for i, n in enumerate(order)}
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.16 * len(order) + 1.5), 2.2 + 0.04 * len(order)))
+    for row, groups, other in ((1, go, sn), (0, gn, so)):
+        for g in groups:
+            idx = sorted(pos[n] for n in g if n in pos)
+            if not idx:
+                continue
+            same = other[frozenset(g)] == (so if other is sn else sn)[frozenset(g)]
+            ax.barh(row, idx[-1] - idx[0] + 0.8, left=idx[0] - 0.4, height=0.6,
+                    color="#bbbbbb" if same else "#e07b39", edgecolor="white")
+    ax.set_yticks([0, 1], ["NEW", "OLD"], fontsize=8)
+    ax.set_xticks(range(len(order)), order, rotation=90, fontsize=6)
+    ax.set_xlim(-0.6, len(order) - 0.4)
+    ax.set_title("engine layers over ONNX nodes (orange: merged or split)", fontsize=8)
+    fig.tight_layout()
+    return _png(fig)
