@@ -13,7 +13,7 @@ body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1200px}
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}h3{font-size:1em}
 table{border-collapse:collapse;margin:.4em 0;font-size:.85em}
 td,th{border:1px solid #ddd;padding:2px 6px;text-align:left}
-th{background:#f3f3f3}.v{font-weight:bold;padding:2px 8px;border-radius:4px}
+th{background:#f3f3f3}.v{font-weight:bold;padding:2px 8px;border-radius:4px;white-space:nowrap}
 .regression{background:#f8d0d0}.could-not-compare{background:#f8e3c0}.changed{background:#fff3b0}
 .unchanged{background:#d5f0d5}.breach{color:#b00;font-weight:bold}img{max-width:100%;margin:.3em 0}
 details{margin:.5em 0}summary{cursor:pointer;color:#555}code{font-size:.9em}

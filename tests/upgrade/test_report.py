@@ -11,9 +11,7 @@ import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
-import pytest
-
-from tests.upgrade.conftest import RTX14_FIXTURE, ROOT, copy_run
+from tests.upgrade.conftest import ROOT, RTX14_FIXTURE, copy_run
 
 CORPUS = ROOT / "tests" / "data" / "trt_logs"
 _LAYER = re.compile(r"^Name: (?P<name>[^,]+), LayerType: (?P<type>\w+)", re.M)
