@@ -103,7 +103,11 @@ def _outputs(r: ConfigReview) -> str:
     for test, outputs in r.outputs_new.items():
         for name, summary in sorted(outputs.items()):
             old = r.outputs_old.get(test, {}).get(name)
-            parts.append(_img(pictures.histograms(name, old, summary), f"{name} histograms"))
+            hist = pictures.histograms(name, old, summary)
+            if hist is None and summary.get("histograms"):
+                parts.append(f"<p>{escape(name)}: per-sample confidence, entropy and top-2 margin histograms "
+                             "are identical in both runs</p>")
+            parts.append(_img(hist, f"{name} histograms"))
             parts.append(_img(pictures.confusion_change(name, old, summary), f"{name} confusion change"))
     parts.append(_img(pictures.tag_bars(r.metrics), f"{r.title} per-tag bars"))
     return "".join(parts)

@@ -167,6 +167,14 @@ def _summaries(side: Side) -> dict[str, Any]:
             if isinstance(v.get("outputs"), Mapping) and "outputs" in v["outputs"]}
 
 
+def _counterpart(test: str, old: Mapping[str, Any]) -> Any:
+    """The OLD run's check of ``test``: the same test id, else the one test of the same function name."""
+    if test in old:
+        return old[test]
+    same = [v for k, v in old.items() if k.rsplit("::", 1)[-1] == test.rsplit("::", 1)[-1]]
+    return same[0] if len(same) == 1 else {}
+
+
 def _environment(old: Side, new: Side) -> tuple[list[tuple[str, Any, Any]], list[tuple[str, Any, Any]]]:
     assert old.bundle is not None and new.bundle is not None
     ea, eb = old.bundle.environment, new.bundle.environment
@@ -234,6 +242,7 @@ def review_pair(old: Side, new: Side, *, mask_tactics: bool = True) -> ConfigRev
     if structure is None:
         reasons.append("a bundle holds no build record: structure not compared")
     outs_a, outs_b = _summaries(old), _summaries(new)
+    outs_a = {test: _counterpart(test, outs_a) for test in outs_b} if outs_b else outs_a
     rows: list[MetricRow] = []
     for test, outputs in outs_b.items():
         for output, summary in sorted(outputs.items()):

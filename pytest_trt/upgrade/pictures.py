@@ -19,22 +19,24 @@ from pytest_trt.buildlog.record import BuildRecord
 OLD_COLOR, NEW_COLOR = "#4c72b0", "#dd8452"
 _STAT_TITLES = {"max_confidence": "max softmax confidence", "entropy": "entropy", "top2_margin": "top-2 margin"}
 MAX_TIMELINE_NODES = 80
+#: unchanged nodes shown either side of a changed one in the timeline
+CONTEXT = 3
 
 
-def _pyplot() -> Any:
-    import matplotlib
+def _figure(width: float, height: float, *, bottom: float = 0.18, left: float = 0.08) -> Any:
+    """A bare Agg figure (no pyplot state), fixed margins: tight_layout would draw every figure twice."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
+    fig = Figure(figsize=(width, height))
+    FigureCanvasAgg(fig)
+    fig.subplots_adjust(left=left, right=0.98, top=0.86, bottom=bottom, wspace=0.25)
+    return fig
 
 
 def _png(fig: Any) -> str:
-    plt = _pyplot()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=72, metadata={"Software": None})
-    plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
@@ -43,10 +45,10 @@ def histograms(output: str, old: Mapping[str, Any] | None, new: Mapping[str, Any
     hists_new = new.get("histograms") or {}
     hists_old = (old or {}).get("histograms") or {}
     stats = [s for s in _STAT_TITLES if s in hists_new]
-    if not stats:
-        return None
-    plt = _pyplot()
-    fig, axes = plt.subplots(1, len(stats), figsize=(3.2 * len(stats), 2.4))
+    if not stats or all(hists_old.get(s) == hists_new[s] for s in stats):
+        return None  # nothing to look at: the HTML says the distributions are identical
+    fig = _figure(3.2 * len(stats), 2.4)
+    axes = fig.subplots(1, len(stats))
     for ax, stat in zip(np.atleast_1d(axes), stats, strict=True):
         for label, h, color in (("old", hists_old.get(stat), OLD_COLOR), ("new", hists_new[stat], NEW_COLOR)):
             if not h:
@@ -57,19 +59,18 @@ def histograms(output: str, old: Mapping[str, Any] | None, new: Mapping[str, Any
         ax.set_title(f"{output}: {_STAT_TITLES[stat]}", fontsize=8)
         ax.tick_params(labelsize=7)
     np.atleast_1d(axes)[0].legend(fontsize=7)
-    fig.tight_layout()
     return _png(fig)
 
 
 def tag_bars(rows: Sequence[Any]) -> str | None:
     """Per-tag accuracy / agreement, old vs new, as grouped bars (rows: MetricRow with a tag)."""
     tagged = [r for r in rows if r.tag is not None and r.metric in ("accuracy", "agreement")]
-    if not tagged:
+    if not tagged or all(r.old == r.new for r in tagged):
         return None
-    plt = _pyplot()
     labels = [f"{r.output}[{r.tag}] {r.metric}" for r in tagged]
     x = np.arange(len(tagged))
-    fig, ax = plt.subplots(figsize=(max(3.5, 0.55 * len(tagged) + 1.5), 2.6))
+    fig = _figure(max(3.5, 0.55 * len(tagged) + 1.5), 3.0, bottom=0.42)
+    ax = fig.subplots()
     ax.bar(x - 0.2, [r.old or 0.0 for r in tagged], 0.4, color=OLD_COLOR, label="old")
     ax.bar(x + 0.2, [r.new or 0.0 for r in tagged], 0.4, color=NEW_COLOR, label="new")
     ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=7)
@@ -77,7 +78,6 @@ def tag_bars(rows: Sequence[Any]) -> str | None:
     ax.set_title("per-tag accuracy / agreement", fontsize=8)
     ax.tick_params(labelsize=7)
     ax.legend(fontsize=7)
-    fig.tight_layout()
     return _png(fig)
 
 
@@ -95,16 +95,17 @@ def confusion_change(output: str, old: Mapping[str, Any] | None, new: Mapping[st
     if not classes or new.get("confusion") is None or not old or old.get("confusion") is None:
         return None
     delta = _dense(new["confusion"], classes) - _dense(old["confusion"], classes)
-    plt = _pyplot()
+    if not delta.any():
+        return None
     lim = max(float(np.abs(delta).max()), 1.0)
-    fig, ax = plt.subplots(figsize=(3.4, 3.0))
+    fig = _figure(3.4, 3.0, bottom=0.14, left=0.14)
+    ax = fig.subplots()
     im = ax.imshow(delta, cmap="RdBu_r", vmin=-lim, vmax=lim)
     ax.set_xlabel("predicted", fontsize=7)
     ax.set_ylabel("label", fontsize=7)
     ax.set_title(f"{output}: confusion change (new - old)", fontsize=8)
     ax.tick_params(labelsize=6)
     fig.colorbar(im, ax=ax, shrink=0.8).ax.tick_params(labelsize=6)
-    fig.tight_layout()
     return _png(fig)
 
 
@@ -130,13 +131,15 @@ def timeline(old: BuildRecord, new: BuildRecord) -> str | None:
         return None
     order = list(dict.fromkeys(n for g in go + gn for n in g))
     changed = {n for g in ((so - sn) + (sn - so)) for n in g}
-    if len(order) > MAX_TIMELINE_NODES:  # keep the changed nodes and a little context around them
-        keep = {i for i, n in enumerate(order) if n in changed}
-        keep |= {j for i in keep for j in (i - 1, i + 1) if 0 <= j < len(order)}
-        order = [n for i, n in enumerate(order) if i in keep][:MAX_TIMELINE_NODES]
+    # the changed nodes and a little context around them: the unchanged rest is one grey blur
+    keep = {i for i, n in enumerate(order) if n in changed}
+    keep |= {j for i in keep for j in range(i - CONTEXT, i + CONTEXT + 1) if 0 <= j < len(order)}
+    order = [n for i, n in enumerate(order) if i in keep][:MAX_TIMELINE_NODES]
     pos = {n: i for i, n in enumerate(order)}
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.16 * len(order) + 1.5), 2.2 + 0.04 * len(order)))
+    longest = max((len(n) for n in order), default=1)
+    height = 1.6 + 0.065 * min(longest, 40)
+    fig = _figure(max(4.0, 0.18 * len(order) + 1.5), height, bottom=(0.065 * min(longest, 40) + 0.2) / height)
+    ax = fig.subplots()
     for row, groups, other in ((1, go, sn), (0, gn, so)):
         for g in groups:
             idx = sorted(pos[n] for n in g if n in pos)
@@ -146,8 +149,7 @@ def timeline(old: BuildRecord, new: BuildRecord) -> str | None:
             ax.barh(row, idx[-1] - idx[0] + 0.8, left=idx[0] - 0.4, height=0.6,
                     color="#bbbbbb" if same else "#e07b39", edgecolor="white")
     ax.set_yticks([0, 1], ["NEW", "OLD"], fontsize=8)
-    ax.set_xticks(range(len(order)), order, rotation=90, fontsize=6)
+    ax.set_xticks(range(len(order)), [n[:40] for n in order], rotation=90, fontsize=6)
     ax.set_xlim(-0.6, len(order) - 0.4)
-    ax.set_title("engine layers over ONNX nodes (orange: merged or split)", fontsize=8)
-    fig.tight_layout()
+    ax.set_title("engine layers over the ONNX nodes that changed (orange: merged or split)", fontsize=8)
     return _png(fig)

@@ -67,6 +67,20 @@ def ort_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path
     return old, new, golden
 
 
+@pytest.fixture(scope="session")
+def ort_planted(ort_runs: tuple[Path, Path, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A NEW run of the labelled check on the planted-regression model, against the same approved golden."""
+    from tests.upgrade.planted import PLANTED_SUITE, write_planted
+
+    base = tmp_path_factory.mktemp("planted")
+    model = write_planted(base / "mobilenet_v2_planted.onnx")
+    suite = base / "suite" / "test_upgrade_ort.py"
+    suite.parent.mkdir()
+    suite.write_text(PLANTED_SUITE.format(model=str(model)))
+    return run_examples(sys.executable, base / "run", f"--trt-golden-dir={ort_runs[2]}", backend="onnxruntime",
+                        paths=(str(suite),))
+
+
 def copy_run(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns(".*"))
     return dst

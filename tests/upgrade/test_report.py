@@ -141,32 +141,30 @@ def test_unpaired_bundles_are_listed(rtx_new: Path, tmp_path: Path) -> None:
     assert "OLD only" in (tmp_path / "u.html").read_text()
 
 
-def test_onnxruntime_runs_report_golden_metrics_with_pictures(ort_runs: tuple[Path, Path, Path],
-                                                             tmp_path: Path) -> None:
+def test_onnxruntime_identical_runs_are_unchanged(ort_runs: tuple[Path, Path, Path], tmp_path: Path) -> None:
     old, new, _ = ort_runs
-    code, doc = report_json(old, new, tmp_path / "ort.html")
-    by = {c["config"]: c for c in doc["configs"]}
-    labelled = by["mobilenet_v2_labelled_ort"]
-    metrics = {(m["output"], m["tag"], m["metric"]): m for m in labelled["metrics"]}
-    l2 = metrics[("logits", None, "l2_delta")]
+    code, doc = report_json(old, new, tmp_path / "same.html")
+    assert code == 0 and {c["verdict"] for c in doc["configs"]} == {"unchanged"}
+    labelled = {c["config"]: c for c in doc["configs"]}["mobilenet_v2_labelled_ort"]
+    l2 = {(m["output"], m["tag"], m["metric"]): m for m in labelled["metrics"]}[("logits", None, "l2_delta")]
     assert l2["threshold"] == 0.05 and l2["old"] == l2["new"] == 0.0 and not l2["breached"]
-    assert metrics[("logits", "dark", "accuracy")]["old"] is not None
-    assert {k[1] for k in metrics} == {None, "dark", "typical"}
-    images = check_html(tmp_path / "ort.html")
-    # per labelled output: histograms + confusion change; per config with tags: the bars
-    assert len(images) >= 4 and all(decode_png(u)[2] in (3, 4) for u in images)
 
 
-def test_regression_verdict_from_a_breached_threshold(ort_runs: tuple[Path, Path, Path], tmp_path: Path) -> None:
-    """A NEW run whose golden check breached a threshold is a regression, named with the metric."""
-    from tests.upgrade.conftest import run_examples
-
-    old, _, golden = ort_runs
-    # a threshold no engine meets (cosine >= 1.5): the NEW run's checks really fail
-    tight = run_examples(sys.executable, tmp_path / "tight", f"--trt-golden-dir={golden}", "-o",
-                         "trt_golden_cosine=1.5", backend="onnxruntime",
-                         paths=("examples/upgrade/test_upgrade_ort.py",))
-    code, doc = report_json(old, tight, tmp_path / "reg.html")
+def test_planted_regression_reports_metrics_and_pictures(ort_runs: tuple[Path, Path, Path], ort_planted: Path,
+                                                         tmp_path: Path) -> None:
+    old = ort_runs[0]
+    code, doc = report_json(old, ort_planted, tmp_path / "reg.html")
     assert code == 1
-    reg = [c for c in doc["configs"] if c["verdict"] == "regression"]
-    assert reg and any("cosine" in r for r in reg[0]["reasons"])
+    by = {c["config"]: c for c in doc["configs"]}
+    reg = by["mobilenet_v2_labelled_ort"]
+    assert reg["verdict"] == "regression"
+    metrics = {(m["output"], m["tag"], m["metric"]): m for m in reg["metrics"]}
+    l2 = metrics[("logits", None, "l2_delta")]
+    assert l2["old"] == 0.0 and l2["new"] > 0.05 and l2["breached"]
+    assert any(r.startswith("logits: l2_delta ") and "> threshold 0.05" in r for r in reg["reasons"])
+    assert {k[1] for k in metrics} == {None, "dark", "typical"}
+    assert [s["config"] for s in doc["only_old"]] == ["mobilenet_v2_qdq_ort"]  # the planted run has no QDQ check
+    images = check_html(tmp_path / "reg.html")
+    # histograms and confusion change of logits, per-tag bars: all drawn because the outputs moved
+    assert len(images) == 3 and all(decode_png(u)[2] in (3, 4) for u in images)
+    assert "identical in both runs" not in (tmp_path / "reg.html").read_text()
