@@ -84,7 +84,7 @@ def verify(
     failing_structure = structure_text if structure == "fail" else None
     golden_label = f"{path} [{name}] generation {generation}, {sum(1 for _ in metrics)} outputs"
     # what the upgrade report draws from (pytest_trt.upgrade.outputs), kept with the verdict in the bundle
-    outputs_summary = summarize_outputs(streams, metrics, limits, labels)
+    outputs_summary = {**summarize_outputs(streams, metrics, limits, labels), "golden_file": str(path)}
     if problems or breaches or failing_structure:
         try:
             wf.raise_failure(check, golden=golden_label, tainted=tainted, problems=problems, breaches=breaches,

@@ -122,7 +122,8 @@ def _localization(r: ConfigReview) -> str:
     rows = [[escape(str(s["node"])), _fmt(s["error"])] for s in loc.get("path", [])]
     return (f"<h3>where it went wrong</h3><p>first diverging ONNX node: <code>{escape(loc['node'])}</code> "
             f"(fusion group: <code>{escape(' + '.join(loc.get('group') or []))}</code>), "
-            f"{loc.get('steps')} bisection steps</p>" + _table(["node on the path", "error"], rows))
+            f"{escape(str(loc.get('compared')))}, {loc.get('steps')} bisection steps. "
+            f"{escape(str(loc.get('note') or ''))}</p>" + _table(["node on the path", "error"], rows))
 
 
 def _config(r: ConfigReview, tactics: bool) -> str:

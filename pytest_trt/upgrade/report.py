@@ -29,6 +29,11 @@ def summary_lines(report: UpgradeReport, *, html: Path | None = None, digest: st
         lines.append(f"{r.verdict.upper():<30} {r.title}")
         if r.verdict != UNCHANGED:
             lines += [f"    {reason}" for reason in r.reasons[:5]]
+            loc = r.localization
+            if loc:
+                lines.append(f"    first diverging ONNX node: {loc['node']} (fusion group "
+                             f"{' + '.join(loc.get('group') or [])}; {loc.get('compared')}, {loc.get('steps')} runs)"
+                             if loc.get("node") else f"    {loc.get('note')}")
             d = r.structure
             if d is not None and not d.is_empty:
                 bits = [f"{len(d.fusions_gained)} fusions gained", f"{len(d.fusions_lost)} lost",
