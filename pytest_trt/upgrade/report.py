@@ -7,7 +7,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from pytest_trt.upgrade.model import UNCHANGED, UpgradeReport, build_report
+from pytest_trt.upgrade.model import REGRESSION, UNCHANGED, UpgradeReport, build_report
 from pytest_trt.upgrade.pairing import PairingError, load_run, pair_runs
 
 
@@ -35,7 +35,7 @@ def summary_lines(report: UpgradeReport, *, html: Path | None = None, digest: st
                              f"{' + '.join(loc.get('group') or [])}; {loc.get('compared')}, {loc.get('steps')} runs)"
                              if loc.get("node") else f"    {loc.get('note')}")
             d = r.structure
-            if d is not None and not d.is_empty:
+            if r.verdict == REGRESSION and d is not None and d.has_structure_changes:
                 bits = [f"{len(d.fusions_gained)} fusions gained", f"{len(d.fusions_lost)} lost",
                         f"{len(d.precision_changes)} precision changes"]
                 if d.layer_count:
