@@ -53,6 +53,15 @@ def _img(uri: str | None, alt: str) -> str:
     return f'<img alt="{escape(alt)}" src="{uri}">' if uri else ""
 
 
+def _build_seconds(r: ConfigReview) -> tuple[float, float] | None:
+    """Builder seconds of both runs (shown with a changed structure; per-run jitter otherwise, so noise)."""
+    if r.old is None or r.new is None or r.old.bundle is None or r.new.bundle is None:
+        return None
+    a = r.old.bundle.build["build"].get("durations", {}).get("build")
+    b = r.new.bundle.build["build"].get("durations", {}).get("build")
+    return (float(a), float(b)) if isinstance(a, (int, float)) and isinstance(b, (int, float)) else None
+
+
 def _structure(r: ConfigReview, tactics: bool) -> str:
     d = r.structure
     if d is None or d.is_empty:
@@ -67,6 +76,9 @@ def _structure(r: ConfigReview, tactics: bool) -> str:
         facts.append(f"reformat layers {d.reformat_count[0]} &rarr; {d.reformat_count[1]}")
     if d.masked_tactic_changes:
         facts.append(f"{d.masked_tactic_changes} tactic change(s) (masked)")
+    seconds = _build_seconds(r)
+    if seconds:
+        facts.append(f"build {seconds[0]:.2f} s &rarr; {seconds[1]:.2f} s")
     if facts:
         parts.append("<p>" + "; ".join(facts) + "</p>")
     parts.append(_list("fusions gained", [" + ".join(s) for s in d.fusions_gained]))
