@@ -53,7 +53,7 @@ def rtx14_live(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def ort_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
-    """Goldens approved, then two checking runs (old, new) of the ONNX Runtime examples: bundle folders."""
+    """Goldens approved, then a checking run of the ONNX Runtime examples, and a copy of it: bundle folders."""
     if not HAS_ORT:
         pytest.skip("onnxruntime is not installed")
     base = tmp_path_factory.mktemp("ort")
@@ -63,8 +63,7 @@ def ort_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path
     run_examples(sys.executable, base / "approve", *common, "--trt-update-golden", "--trt-approve=first approval",
                  backend="onnxruntime", paths=paths)
     old = run_examples(sys.executable, base / "old", *common, backend="onnxruntime", paths=paths)
-    new = run_examples(sys.executable, base / "new", *common, backend="onnxruntime", paths=paths)
-    return old, new, golden
+    return old, copy_run(old, base / "twin"), golden
 
 
 @pytest.fixture(scope="session")

@@ -168,3 +168,15 @@ def test_planted_regression_reports_metrics_and_pictures(ort_runs: tuple[Path, P
     # histograms and confusion change of logits, per-tag bars: all drawn because the outputs moved
     assert len(images) == 3 and all(decode_png(u)[2] in (3, 4) for u in images)
     assert "identical in both runs" not in (tmp_path / "reg.html").read_text()
+
+
+def test_unusable_runs_are_one_line_errors(tmp_path: Path) -> None:
+    missing = cli("upgrade-report", tmp_path / "nope", RTX14_FIXTURE)
+    assert missing.returncode == 3 and missing.stderr == f"pytest-trt: {tmp_path / 'nope'}: no such bundle or folder\n"
+    (tmp_path / "empty").mkdir()
+    empty = cli("upgrade-report", tmp_path / "empty", RTX14_FIXTURE)
+    assert empty.returncode == 3 and "holds no bundles (*.tar.gz) and no build-failure notes" in empty.stderr
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "x.tar.gz").write_bytes(b"garbage")
+    bad = cli("upgrade-report", tmp_path / "bad", RTX14_FIXTURE)
+    assert bad.returncode == 3 and "the bundle fails verification" in bad.stderr and "Traceback" not in bad.stderr
