@@ -138,7 +138,8 @@ def timeline(old: BuildRecord, new: BuildRecord) -> str | None:
     pos = {n: i for i, n in enumerate(order)}
     longest = max((len(n) for n in order), default=1)
     height = 1.6 + 0.065 * min(longest, 40)
-    fig = _figure(max(4.0, 0.18 * len(order) + 1.5), height, bottom=(0.065 * min(longest, 40) + 0.2) / height)
+    width = max(6.0, 0.18 * len(order) + 1.5)
+    fig = _figure(width, height, bottom=(0.065 * min(longest, 40) + 0.2) / height, left=0.6 / width)
     ax = fig.subplots()
     for row, groups, other in ((1, go, sn), (0, gn, so)):
         for g in groups:
@@ -151,5 +152,5 @@ def timeline(old: BuildRecord, new: BuildRecord) -> str | None:
     ax.set_yticks([0, 1], ["NEW", "OLD"], fontsize=8)
     ax.set_xticks(range(len(order)), [n[:40] for n in order], rotation=90, fontsize=6)
     ax.set_xlim(-0.6, len(order) - 0.4)
-    ax.set_title("engine layers over the ONNX nodes that changed (orange: merged or split)", fontsize=8)
+    ax.set_title("engine layers over ONNX nodes (orange: merged or split)", fontsize=8, loc="left")
     return _png(fig)
