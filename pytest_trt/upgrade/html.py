@@ -49,8 +49,23 @@ def _list(title: str, items: list[str], limit: int = 30) -> str:
     return f"<h3>{escape(title)} ({len(items)})</h3><ul>{shown}{more}</ul>"
 
 
-def _img(uri: str | None, alt: str) -> str:
-    return f'<img alt="{escape(alt)}" src="{uri}">' if uri else ""
+class _Pictures:
+    """Pictures to draw, collected while the HTML is assembled, then drawn together (in parallel when many)."""
+
+    def __init__(self) -> None:
+        self.jobs: list[tuple[str, tuple[Any, ...]]] = []
+        self.alts: list[str] = []
+
+    def __call__(self, kind: str, *args: Any, alt: str) -> str:
+        self.jobs.append((kind, args))
+        self.alts.append(alt)
+        return f"<!--picture {len(self.jobs) - 1}-->"
+
+    def fill(self, text: str) -> str:
+        for i, uri in enumerate(pictures.draw_all(self.jobs)):
+            img = f'<img alt="{escape(self.alts[i])}" src="{uri}">' if uri else ""
+            text = text.replace(f"<!--picture {i}-->", img, 1)
+        return text
 
 
 def _build_seconds(r: ConfigReview) -> tuple[float, float] | None:
@@ -62,7 +77,7 @@ def _build_seconds(r: ConfigReview) -> tuple[float, float] | None:
     return (float(a), float(b)) if isinstance(a, (int, float)) and isinstance(b, (int, float)) else None
 
 
-def _structure(r: ConfigReview, tactics: bool) -> str:
+def _structure(r: ConfigReview, tactics: bool, pics: _Pictures) -> str:
     d = r.structure
     if d is None or d.is_empty:
         return "<p>structure: no change</p>" if d is not None else ""
@@ -97,11 +112,11 @@ def _structure(r: ConfigReview, tactics: bool) -> str:
     if r.old and r.new and r.old.bundle and r.new.bundle:
         ra, rb = r.old.bundle.record(), r.new.bundle.record()
         if ra is not None and rb is not None:
-            parts.append(_img(pictures.timeline(ra, rb), f"{r.title} layer timeline"))
+            parts.append(pics("timeline", ra, rb, alt=f"{r.title} layer timeline"))
     return "".join(parts)
 
 
-def _outputs(r: ConfigReview) -> str:
+def _outputs(r: ConfigReview, pics: _Pictures) -> str:
     if not r.metrics:
         return ""
     rows = []
@@ -115,13 +130,13 @@ def _outputs(r: ConfigReview) -> str:
     for test, outputs in r.outputs_new.items():
         for name, summary in sorted(outputs.items()):
             old = r.outputs_old.get(test, {}).get(name)
-            hist = pictures.histograms(name, old, summary)
-            if hist is None and summary.get("histograms"):
+            hists = summary.get("histograms") or {}
+            if hists and all(((old or {}).get("histograms") or {}).get(k) == v for k, v in hists.items()):
                 parts.append(f"<p>{escape(name)}: per-sample confidence, entropy and top-2 margin histograms "
                              "are identical in both runs</p>")
-            parts.append(_img(hist, f"{name} histograms"))
-            parts.append(_img(pictures.confusion_change(name, old, summary), f"{name} confusion change"))
-    parts.append(_img(pictures.tag_bars(r.metrics), f"{r.title} per-tag bars"))
+            parts.append(pics("histograms", name, old, summary, alt=f"{name} histograms"))
+            parts.append(pics("confusion_change", name, old, summary, alt=f"{name} confusion change"))
+    parts.append(pics("tag_bars", list(r.metrics), alt=f"{r.title} per-tag bars"))
     return "".join(parts)
 
 
@@ -138,13 +153,13 @@ def _localization(r: ConfigReview) -> str:
             f"{escape(str(loc.get('note') or ''))}</p>" + _table(["node on the path", "error"], rows))
 
 
-def _config(r: ConfigReview, tactics: bool) -> str:
+def _config(r: ConfigReview, tactics: bool, pics: _Pictures) -> str:
     head = (f'<h2 id="{escape(r.name)}">{escape(r.title)} <span class="v {_cls(r.verdict)}">'
             f"{escape(r.verdict)}</span></h2>")
     reasons = "".join(f"<li>{escape(x)}</li>" for x in r.reasons)
     parts = [head, f"<ul>{reasons}</ul>" if reasons else ""]
     if r.old is not None and r.new is not None and r.old.bundle is not None and r.new.bundle is not None:
-        parts += [_structure(r, tactics), _outputs(r), _localization(r)]
+        parts += [_structure(r, tactics, pics), _outputs(r, pics), _localization(r)]
         if r.environment:
             main = [e for e in r.environment if not e[0].startswith("package ")]
             packages = [e for e in r.environment if e[0].startswith("package ")]
@@ -162,6 +177,7 @@ def _config(r: ConfigReview, tactics: bool) -> str:
 
 
 def render_html(report: UpgradeReport, *, tactics: bool = False) -> str:
+    pics = _Pictures()
     counts = ", ".join(f"{n} {v}" for v, n in report.counts.items() if n)
     rows = [[f'<a href="#{escape(r.name)}">{escape(r.title)}</a>', f'<span class="v {_cls(r.verdict)}">'
              f"{escape(r.verdict)}</span>", escape(r.reasons[0] if r.reasons else "")] for r in report.reviews]
@@ -173,7 +189,7 @@ def render_html(report: UpgradeReport, *, tactics: bool = False) -> str:
         f"<p><b>{escape(counts or 'no paired configs')}</b>; {len(unpaired)} unpaired</p>",
         _table(["config", "verdict", "first reason"], rows),
         ("<h2>unpaired bundles</h2>" + _table(["config", "version", "where", "path"], unpaired)) if unpaired else "",
-        *(_config(r, tactics) for r in report.reviews),
+        *(_config(r, tactics, pics) for r in report.reviews),
     ]
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>pytest-trt upgrade review"
-            f"</title><style>{_CSS}</style></head><body>{''.join(body)}</body></html>\n")
+    return pics.fill("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>pytest-trt upgrade "
+                     f"review</title><style>{_CSS}</style></head><body>{''.join(body)}</body></html>\n")
