@@ -13,7 +13,7 @@ import pytest
 
 from pytest_trt import options as opt
 from pytest_trt.errors import TrtError
-from pytest_trt.keys import ITEM_ENGINES, PROVIDER
+from pytest_trt.keys import BUILD_FAILED, ITEM_ENGINES, PROVIDER
 
 if TYPE_CHECKING:
     from pytest_trt.config import BuildConfig
@@ -156,6 +156,7 @@ def _provide(request: pytest.FixtureRequest, config: BuildConfig) -> Engine:
         failure: str | None = None
     except TrtError as exc:
         skip, failure = None, str(exc)
+        request.node.stash[BUILD_FAILED] = exc  # read by the audit hooks (a "could not build" note)
     else:
         skip = failure = None
     # outside the except blocks, so the report shows the message, not a chained traceback

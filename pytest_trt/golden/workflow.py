@@ -75,6 +75,7 @@ class GoldenSettings:
     rootdir: Path | None = None  # where git is asked for the commit and the approver
     command_args: tuple[str, ...] = ()  # session options the update command must repeat (--trt-backend ...)
     provenance: ProvenancePolicy = field(default_factory=ProvenancePolicy)
+    approve_report: dict[str, Any] | None = None  # {"path", "sha256"} of the upgrade report (--trt-approve-report)
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ class CheckResult:
     structure: str | None  # rendered diff when it changed and the test allowed it
     verdict: Verdict = field(default_factory=Verdict)
     note: str | None = None  # provenance differences within thresholds, for the terminal summary
+    outputs_summary: dict[str, Any] | None = None  # per-output figures for the bundle (pytest_trt.upgrade.outputs)
 
 
 @dataclass(frozen=True)
@@ -193,8 +195,9 @@ class GoldenCheck:
             skip_message = not_runnable_skip(exc, getattr(engine, "backend_name", ""))
         except GoldenError as exc:
             detail = exc.context.get("verdict")
+            summary = exc.context.get("outputs_summary")
             self._verdict(config_hash, _VERDICTS.get(type(exc).__name__, "fail"), exc.message,
-                          **({"detail": detail} if detail else {}))
+                          **({"detail": detail} if detail else {}), **({"outputs": summary} if summary else {}))
             raise
         if skip_message is not None:
             from pytest_trt.skipping import skip_here
@@ -203,8 +206,9 @@ class GoldenCheck:
         if isinstance(result, UpdateResult):
             self._verdict(config_hash, "updated", None, golden=str(result.path), generation=result.generation)
             return result
+        summary = result.outputs_summary
         self._verdict(config_hash, "pass", result.note, golden=str(result.path), generation=result.generation,
-                      detail=result.verdict.to_dict())
+                      detail=result.verdict.to_dict(), **({"outputs": summary} if summary else {}))
         if result.note and self._on_note is not None:
             self._on_note(result.note)
         return result
