@@ -135,7 +135,13 @@ class TensorRTBackend:
                 )
                 raise refuse(f"compute_capabilities[{cc!r}]", f"{product} {why}")
         level = config.hardware_compatibility_level
-        if level is not None and level not in f.hardware_compatibility_levels:
+        if level is not None and level != "NONE" and f.is_rtx:
+            raise refuse(
+                "hardware_compatibility_level",
+                f"{product} has no hardware-compatibility setting (its API reports get/set as unsupported); "
+                "remove hardware_compatibility_level or set it to 'NONE'",
+            )
+        if level is not None and not f.is_rtx and level not in f.hardware_compatibility_levels:
             raise refuse(
                 "hardware_compatibility_level",
                 f"{product} knows {', '.join(f.hardware_compatibility_levels) or 'no levels'}, not {level!r}",
