@@ -24,6 +24,7 @@ from pytest_trt.backends.trt_logger import capture_logger
 from pytest_trt.config import MEMORY_POOLS, BuildConfig
 from pytest_trt.errors import BuildFailed, EngineNotRunnable, UnsupportedOption
 from pytest_trt.fileio import write_bytes_atomic
+from pytest_trt.onnx_limits import unsupported_reason
 from pytest_trt.result import BuildResult
 
 if TYPE_CHECKING:
@@ -182,6 +183,10 @@ class TensorRTBackend:
         if config.precision == "typed" and "STRONGLY_TYPED" in f.network_flags:
             flags |= 1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
         network = builder.create_network(flags)
+        product = "TensorRT-RTX" if f.is_rtx else "TensorRT"
+        too_new = unsupported_reason(config.onnx, module=f.module, version=f.version, product=product)
+        if too_new is not None:
+            raise BuildFailed(f"BuildConfig {config.name!r}: {too_new}", config_name=config.name, stage="parse")
         parser = trt.OnnxParser(network, logger)
         t0 = time.perf_counter()
         ok = parser.parse_from_file(str(config.onnx))

@@ -143,6 +143,7 @@ def _model_with_custom_op(path):
     model = helper.make_model(
         helper.make_graph(nodes, "g", [x], [y]),
         opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)],
+        ir_version=8,  # helper's default is the onnx package's newest IR, newer than the parser's
     )
     onnx.save(model, path)
     return path

@@ -6,7 +6,7 @@ import pytest
 
 from pytest_trt import BuildConfig, Profile, UnsupportedOption
 from pytest_trt.buildlog import assertions
-from tests.conftest import needs_rtx
+from tests.conftest import RTX_MM, RTX_VERSION, needs_rtx
 
 pytestmark = needs_rtx
 
@@ -47,3 +47,59 @@ def test_hardware_compatibility_levels_other_than_none_are_refused_on_rtx(rtx, m
     cfg = BuildConfig(onnx=models["mobilenet_v2"], **{**EXAMPLE_PIN, "hardware_compatibility_level": "AMPERE_PLUS"})
     with pytest.raises(UnsupportedOption, match=r"hardware_compatibility_level: TensorRT-RTX [0-9.]+ has no hardware-compatibility"):
         rtx.build(cfg)
+
+
+def _relu_model(path, *, ir: int, opset: int):
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid("com.x", 1)])
+    model.ir_version = ir
+    onnx.save(model, path)
+    return path
+
+
+@pytest.mark.parametrize(("ir", "opset"), [(99, 17), (8, 99), ("max+1", 17), (8, "max+1")])
+def test_onnx_newer_than_the_parser_is_refused_with_both_numbers(rtx, tmp_path, ir, opset):
+    # TensorRT-RTX 1.7 itself parses IR 99 / opset 99 and builds an engine without a word.
+    from pytest_trt import BuildFailed
+    from pytest_trt.onnx_limits import limits_for
+
+    row = limits_for("tensorrt_rtx", RTX_VERSION)
+    ir = row.max_ir + 1 if ir == "max+1" else ir
+    opset = row.max_opset + 1 if opset == "max+1" else opset
+    model = _relu_model(tmp_path / "new.onnx", ir=ir, opset=opset)
+    with pytest.raises(BuildFailed) as info:
+        rtx.build(BuildConfig(name="new", onnx=model))
+    msg = str(info.value)
+    assert f"new.onnx declares ONNX IR version {ir} and opset {opset}" in msg
+    assert f"parses IR version <= {row.max_ir} and opset <= {row.max_opset}" in msg and "opset_version" in msg
+    assert info.value.stage == "parse"
+
+
+def test_onnx_at_the_parser_limit_builds(rtx, tmp_path):
+    from pytest_trt.onnx_limits import ONNX_LIMITS
+
+    if ("tensorrt_rtx", RTX_MM) not in ONNX_LIMITS:
+        pytest.skip(f"no ONNX limits row for tensorrt_rtx {RTX_MM}: bounded by the onnx package instead")
+    row = ONNX_LIMITS[("tensorrt_rtx", RTX_MM)]
+    assert (row.max_ir, row.max_opset) == (13, 25)  # fixed: read from the 1.7 parser library by hand
+    model = _relu_model(tmp_path / "ok.onnx", ir=row.max_ir, opset=row.max_opset)
+    assert rtx.build(BuildConfig(name="ok", onnx=model)).engine
+
+
+def test_header_reader_agrees_with_onnx(models, tmp_path):
+    import onnx
+
+    from pytest_trt.onnx_limits import OnnxHeader, read_header
+
+    paths = [*models.values(), _relu_model(tmp_path / "r.onnx", ir=11, opset=23)]
+    for path in paths:
+        m = onnx.load(path, load_external_data=False)
+        opset = next(o.version for o in m.opset_import if o.domain in ("", "ai.onnx"))
+        assert read_header(path) == OnnxHeader(m.ir_version, opset)
+    (tmp_path / "junk.onnx").write_bytes(b"\xff\xff\xff")
+    assert read_header(tmp_path / "junk.onnx") is None
