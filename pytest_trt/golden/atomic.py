@@ -58,15 +58,21 @@ def _remove_stale_temps(path: Path) -> None:
 @contextmanager
 def locked(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
     """Hold the per-file lock of ``path`` (raises GoldenError naming the lock on timeout)."""
+    lock = FileLock(str(lock_path(path)), timeout=timeout)
     try:
-        with FileLock(str(lock_path(path)), timeout=timeout):
-            yield
+        lock.acquire()
     except Timeout:
         raise GoldenError(
             f"could not lock {path} within {timeout:.0f} s: another process is updating it; "
             f"if none is, remove {lock_path(path)}",
             path=str(path),
         ) from None
+    except OSError as exc:
+        raise store.folder_error(path.parent, exc) from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 @contextmanager
@@ -77,7 +83,10 @@ def update(path: str | Path, *, timeout: float = LOCK_TIMEOUT_S) -> Iterator[h5p
     (or a kill) the original is left as it was.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise store.folder_error(path.parent, exc) from None
     with locked(path, timeout):
         _remove_stale_temps(path)
         tmp = _temp_path(path)

@@ -125,7 +125,12 @@ class GoldenCheck:
 
     def path_for(self, config_name: str) -> Path:
         """``<golden_dir>/<config name>.h5``."""
-        return self.settings.golden_dir / f"{config_name}.h5"
+        folder = self.settings.golden_dir
+        if folder.exists() and not folder.is_dir():
+            from pytest_trt.golden.store import folder_error
+
+            raise folder_error(folder)
+        return folder / f"{config_name}.h5"
 
     def check(
         self,
