@@ -113,6 +113,7 @@ class GoldenCheck:
         engine_provider: Callable[[], Any] | None = None,
         config_provider: Callable[[], Any] | None = None,
         nodeid: str | None = None,
+        command_nodeid: str | None = None,
         on_update: Callable[[UpdateResult], None] | None = None,
         on_verdict: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
@@ -121,6 +122,8 @@ class GoldenCheck:
         self._engine_provider = engine_provider
         self._config_provider = config_provider
         self.nodeid = nodeid
+        #: the test id as typed where pytest was invoked (suggested commands); ``nodeid`` stays rootdir-relative
+        self.command_nodeid = command_nodeid or nodeid
         self._on_update = on_update
 
     def path_for(self, config_name: str) -> Path:
@@ -203,7 +206,7 @@ class GoldenCheck:
 
     def missing_message(self, name: str, path: Path, what: str) -> str:
         return (f"no golden for {name!r}: {what}. Goldens are never created silently; after checking the "
-                f"engine, create it with:\n  {update_command(self.nodeid, args=self.settings.command_args)}")
+                f"engine, create it with:\n  {update_command(self.command_nodeid, args=self.settings.command_args)}")
 
 
 def structure_modes() -> tuple[str, ...]:
@@ -223,7 +226,7 @@ def raise_failure(
     """Raise GoldenTainted (provenance differs) or GoldenRegression with the one rendered message."""
     __tracebackhide__ = True
     message = render_regression(golden=golden, breaches=breaches, metrics=list(metrics.values()),
-                                structure=structure_text, problems=problems, nodeid=check.nodeid,
+                                structure=structure_text, problems=problems, nodeid=check.command_nodeid,
                                 command_args=check.settings.command_args)
     if tainted:
         raise GoldenTainted(message, fields=tainted)
