@@ -187,3 +187,20 @@ def test_efficientnet_silu_becomes_quickgelu_layers_owning_sigmoid_and_mul(tmp_p
     assert quick == silu
     fired = {e.pass_name for e in record.fusion_events if (e.first, e.second) in silu}
     assert fired == {"QuickGeluFusion"}
+
+
+@pytest.mark.parametrize("name", CNNS)
+def test_nchwc_layers_are_unions_of_the_numerically_checked_layers(built, tmp_path: Path, name: str) -> None:
+    # level "all" (NCHWc blocked layouts) cannot be compared tensor by tensor; its layers must be unions of
+    # the "extended" layers that test_every_layer_computes_exactly_its_origins verified (NCHWc fuses more)
+    _, _, extended, _, _ = built(name)
+    _, nchwc = _build(write_refilled(name, tmp_path), "all")
+    assert nchwc.origins_exact
+
+    def groups(record) -> set[frozenset[str]]:
+        return {frozenset(layer.origins) for layer in record.layers if layer.kind == "compute" and layer.origins}
+
+    verified = groups(extended)
+    for group in groups(nchwc):
+        parts = [g for g in verified if g <= group]
+        assert parts and frozenset().union(*parts) == group, sorted(group)
