@@ -50,9 +50,24 @@ def _fsync(path: Path) -> None:
 
 
 def _remove_stale_temps(path: Path) -> None:
-    # We hold the lock, so any temp file left is from a writer that died.
+    # We hold the lock, so any temp file of this golden left is from a writer that died.
     for stale in path.parent.glob(f".{path.name}.tmp-*"):
         stale.unlink(missing_ok=True)
+    # Other goldens' temp copies (full-size files) are removed once their writer's pid is gone.
+    for other in path.parent.glob(".*.tmp-*"):
+        pid = other.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not _alive(int(pid)):
+            other.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 @contextmanager

@@ -171,3 +171,16 @@ def test_read_only_golden_dir_serves_checks_and_refuses_updates_clearly(
         assert {p.name: p.read_bytes() for p in settings_dir.iterdir()} == before
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_update_removes_temp_copies_of_dead_writers_only(
+    golden: MakeGolden, make_config: MakeConfig, dataset: GoldenDataset, golden_dir: Path
+) -> None:
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    golden_dir.mkdir()
+    stale = golden_dir / f".other.h5.tmp-{int(dead.stdout)}"
+    live = golden_dir / ".other.h5.tmp-1"  # pid 1 runs
+    for p in (stale, live):
+        p.write_bytes(b"\0" * 4096)
+    _approved(golden, make_config, dataset)
+    assert not stale.exists() and live.exists()
