@@ -196,8 +196,8 @@ def resolve_aliases(
 def named_outputs(orig: GraphIndex, node: onnx.NodeProto) -> list[str]:
     """The original tensors the node's name points at (before its fused extras); [] when it says nothing."""
     base = _TOKEN_SUFFIX.sub("", node.name)
-    fused = _FUSION_SUFFIX.search(base)
-    if fused is not None:
+    # fusions of fusions stack their suffixes: ".../MatMul_1/MatMulScaleFusion//MatmulTransposeFusion/"
+    while (fused := _FUSION_SUFFIX.search(base)) is not None:
         base = base[: fused.start()]
     if orig.has_node(base):
         return [str(t) for t in orig.nodes[orig.by_name[base]].output]
@@ -210,7 +210,7 @@ def named_outputs(orig: GraphIndex, node: onnx.NodeProto) -> list[str]:
 
 def fusion_pass(node: onnx.NodeProto) -> str | None:
     """The pass named in a pattern fusion's node name (``.../QuickGeluFusion/``), if any."""
-    m = _FUSION_SUFFIX.search(_TOKEN_SUFFIX.sub("", node.name))
+    m = _FUSION_SUFFIX.search(_TOKEN_SUFFIX.sub("", node.name))  # the outermost (last) pass
     return m["pass"] if m else None
 
 
