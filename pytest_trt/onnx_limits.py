@@ -25,10 +25,12 @@ class OnnxLimits:
 
 #: (module, "major.minor") -> the newest IR version and default-domain opset its parser knows.
 ONNX_LIMITS: dict[tuple[str, str], OnnxLimits] = {
-    # Measured here: the parser library's compiled ONNX proto (strings of libtensorrt_onnxparser_rtx.so.1)
-    # ends at IR_VERSION_2025_08_26 (12) followed by IR_VERSION (13): ONNX 1.20, whose newest opset is 25;
-    # NVIDIA's ONNX opset guide gives ONNX 1.20.0 / opset 25 for the TensorRT 11.x parser of the same era.
-    ("tensorrt_rtx", "1.7"): OnnxLimits(13, 25, "tensorrt_rtx 1.7.1 parser (ONNX 1.20 proto)"),
+    # Read from the parser library (libtensorrt_onnxparser_rtx.so.1) by hand: its compiled ONNX proto's enum
+    # Version ends at IR_VERSION_2025_08_26 = IR_VERSION = 12, the proto of ONNX 1.19, whose newest opset is 24.
+    ("tensorrt_rtx", "1.7"): OnnxLimits(12, 24, "tensorrt_rtx 1.7 parser: ONNX 1.19 proto (IR 12, opset 24)"),
+    # Same reading for 1.4.0.76: the embedded descriptor ends at IR_VERSION_2024_3_25 = 10, IR_VERSION = 11
+    # (ONNX 1.18's IR, opset 23); its op table has RMSNormalization, an opset-23 operator.
+    ("tensorrt_rtx", "1.4"): OnnxLimits(11, 23, "tensorrt_rtx 1.4 parser: ONNX 1.18 proto (IR 11, opset 23)"),
     # TensorRT 11.x support matrix / ONNX opset guide: ONNX 1.20.0, maximum opset 25.
     ("tensorrt", "11"): OnnxLimits(13, 25, "TensorRT 11.x ONNX opset guide (ONNX 1.20.0)"),
     # Measured here: onnxruntime 1.32 loads IR 14 / opset 28 and refuses IR 15 and opset 29 itself.
