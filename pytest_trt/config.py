@@ -320,19 +320,29 @@ class OrtOptions:
         }
 
 
-def _calibration_from_mapping(data: Mapping[str, Any], base_dir: Path | None) -> Calibration:
-    known = {f.name for f in fields(Calibration) if f.init}
-    unknown = sorted(set(data) - known)
+def _from_table(kind: type[Any], table: Mapping[str, Any], label: str) -> Any:
+    """``kind(**table)`` with unknown keys and wrong value types named (not a raw TypeError)."""
+    known = {f.name for f in fields(kind) if f.init}
+    unknown = sorted(set(table) - known)
     if unknown:
         raise ConfigError(
-            f"unknown Calibration field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}",
-            field=f"calibration.{unknown[0]}",
+            f"unknown key(s) {', '.join(unknown)} under {label}; known: {', '.join(sorted(known))}", field=label
         )
+    try:
+        return kind(**table)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{label}: {exc}", field=label) from None
+
+
+def _calibration_from_mapping(data: Mapping[str, Any], base_dir: Path | None) -> Calibration:
     kwargs = dict(data)
     for key in ("data", "cache"):
         if isinstance(kwargs.get(key), str) and base_dir is not None:
             kwargs[key] = str(base_dir / kwargs[key])
-    return Calibration(**kwargs)
+    result: Calibration = _from_table(Calibration, kwargs, "calibration")
+    return result
 
 
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
@@ -528,6 +538,12 @@ class BuildConfig:
         profiles = kwargs.get("profiles", [])
         if isinstance(profiles, Mapping):
             profiles = [profiles]
+        if not isinstance(profiles, (list, tuple)) or not all(isinstance(p, Mapping) for p in profiles):
+            raise ConfigError(
+                f"profiles must be a table or a list of tables like {{input = [[1, 3, 224, 224], "
+                f"[8, 3, 224, 224], [32, 3, 224, 224]]}}, got {profiles!r}",
+                field="profiles",
+            )
         kwargs["profiles"] = tuple(Profile(dict(p)) for p in profiles)
         if isinstance(kwargs.get("calibration"), Mapping):
             try:
@@ -536,9 +552,9 @@ class BuildConfig:
                 raise ConfigError(f"BuildConfig {kwargs['name']!r}: {exc.message}", field=exc.field) from None
         if isinstance(kwargs.get("ort"), Mapping):
             ort = dict(kwargs["ort"])
-            if "execution_providers" in ort:
+            if isinstance(ort.get("execution_providers"), (list, tuple)):
                 ort["execution_providers"] = tuple(ort["execution_providers"])
-            kwargs["ort"] = OrtOptions(**ort)
+            kwargs["ort"] = _from_table(OrtOptions, ort, "ort")
         for key in ("flags", "compute_capabilities"):
             if key in kwargs:
                 kwargs[key] = tuple(kwargs[key]) if not isinstance(kwargs[key], str) else (kwargs[key],)
@@ -568,7 +584,17 @@ class BuildConfig:
             )
         data = dict(tables[name])
         data.setdefault("name", name)
-        return cls.from_mapping(data, base_dir=path.parent)
+        try:
+            return cls.from_mapping(data, base_dir=path.parent)
+        except ConfigError as exc:
+            raise ConfigError(
+                f"{path} [configs.{name}]: {exc.message}", field=exc.field, toml=str(path), config=name
+            ) from None
+        except (TypeError, ValueError) as exc:  # a value of the wrong type that no check above names
+            raise ConfigError(
+                f"{path} [configs.{name}]: {exc}; check the types of its values against BuildConfig",
+                field="name", toml=str(path), config=name,
+            ) from None
 
     def replace(self, **changes: Any) -> BuildConfig:
         """A copy with ``changes`` applied (and validated again)."""

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from pytest_trt.session import EngineProvider
 
 #: hook modules of the golden and audit features (each imports nothing heavy at load)
-pytest_plugins = ["pytest_trt.golden.pytest_hooks", "pytest_trt.audit.pytest_hooks"]
+pytest_plugins = ["pytest_trt.golden.pytest_hooks", "pytest_trt.audit.pytest_hooks", "pytest_trt.collect_errors"]
 
 _WORKER_ROWS = pytest.StashKey[list[dict[str, Any]]]()
 
@@ -65,6 +65,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_trt.session import EngineProvider
 
     options = opt.Options.from_pytest(config)
+    _warn_if_rootdir_moved(config)
     if options.rebuild and not options.engine_build:
         raise pytest.UsageError(f"{opt.REBUILD} rebuilds engines and so needs {opt.ENGINE_BUILD} too")
     try:
@@ -93,6 +94,17 @@ def pytest_configure(config: pytest.Config) -> None:
         build_flag=opt.ENGINE_BUILD,
         on_progress=progress,
     )
+
+
+def _warn_if_rootdir_moved(config: pytest.Config) -> None:
+    from pytest_trt.invocation import rootdir_moved_by, rootdir_warning
+
+    pairs = rootdir_moved_by(
+        list(config.invocation_params.args), path_options=opt.PATH_OPTIONS, inipath=config.inipath,
+        invocation_dir=config.invocation_params.dir,
+    )
+    if pairs:
+        config.issue_config_time_warning(pytest.PytestConfigWarning(rootdir_warning(pairs, config.rootpath)), 2)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -24,6 +24,7 @@ from pytest_trt.backends.trt_logger import capture_logger
 from pytest_trt.config import MEMORY_POOLS, BuildConfig
 from pytest_trt.errors import BuildFailed, EngineNotRunnable, UnsupportedOption
 from pytest_trt.fileio import write_bytes_atomic
+from pytest_trt.onnx_limits import unsupported_reason
 from pytest_trt.result import BuildResult
 
 if TYPE_CHECKING:
@@ -132,7 +133,13 @@ class TensorRTBackend:
                 )
                 raise refuse(f"compute_capabilities[{cc!r}]", f"{product} {why}")
         level = config.hardware_compatibility_level
-        if level is not None and level not in f.hardware_compatibility_levels:
+        if level is not None and level != "NONE" and f.is_rtx:
+            raise refuse(
+                "hardware_compatibility_level",
+                f"{product} has no hardware-compatibility setting (its API reports get/set as unsupported); "
+                "remove hardware_compatibility_level or set it to 'NONE'",
+            )
+        if level is not None and not f.is_rtx and level not in f.hardware_compatibility_levels:
             raise refuse(
                 "hardware_compatibility_level",
                 f"{product} knows {', '.join(f.hardware_compatibility_levels) or 'no levels'}, not {level!r}",
@@ -172,6 +179,10 @@ class TensorRTBackend:
         if config.precision == "typed" and "STRONGLY_TYPED" in f.network_flags:
             flags |= 1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
         network = builder.create_network(flags)
+        product = "TensorRT-RTX" if f.is_rtx else "TensorRT"
+        too_new = unsupported_reason(config.onnx, module=f.module, version=f.version, product=product)
+        if too_new is not None:
+            raise BuildFailed(f"BuildConfig {config.name!r}: {too_new}", config_name=config.name, stage="parse")
         parser = trt.OnnxParser(network, logger)
         t0 = time.perf_counter()
         ok = parser.parse_from_file(str(config.onnx))

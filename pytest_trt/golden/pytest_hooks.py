@@ -190,6 +190,7 @@ def _marker_config(request: pytest.FixtureRequest) -> Any:
 def trt_golden(request: pytest.FixtureRequest) -> GoldenCheck:
     """Golden snapshot check of the test's engine: ``trt_golden.check(trt_engine, l2_delta=0.05)``."""
     from pytest_trt.golden.workflow import GoldenCheck
+    from pytest_trt.invocation import pasteable_nodeid
 
     state = request.config.stash[_STATE]
     node = request.node
@@ -203,6 +204,9 @@ def trt_golden(request: pytest.FixtureRequest) -> GoldenCheck:
         engine_provider=lambda: request.getfixturevalue(ENGINE_FIXTURE),
         config_provider=lambda: _marker_config(request),
         nodeid=node.nodeid,
+        command_nodeid=pasteable_nodeid(
+            node.nodeid, rootpath=request.config.rootpath, invocation_dir=request.config.invocation_params.dir
+        ),
         on_update=on_update,
         on_verdict=node.stash.setdefault(GOLDEN_VERDICTS, []).append,
         on_note=lambda note: node.user_properties.append((NOTE_PROPERTY, note)),

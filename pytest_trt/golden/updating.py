@@ -33,6 +33,7 @@ class _Sink:
     def __call__(self, start: int, outputs: Mapping[str, np.ndarray]) -> None:
         for name, value in outputs.items():
             arr = np.asarray(value)
+            store.check_finite(name, start, arr)
             if name not in self.group["outputs"]:
                 store.create_output(self.group, name, self.samples, tuple(arr.shape[1:]), arr.dtype)
             self.group["outputs"][name][start : start + arr.shape[0]] = arr

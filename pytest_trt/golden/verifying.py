@@ -127,7 +127,7 @@ def verify(
         wf.warn_structure(structure_text, golden_label)
     note = None
     if changes:
-        command = update_command(check.nodeid, reason="REASON", args=check.settings.command_args)
+        command = update_command(check.command_nodeid, reason="REASON", args=check.settings.command_args)
         note = provenance_note(f"{path.name} [{name}] generation {generation}", changes, command)
     return wf.CheckResult(name, path, generation, metrics, structure_text, verdict, note, outputs_summary)
 

@@ -126,6 +126,7 @@ class GoldenCheck:
         engine_provider: Callable[[], Any] | None = None,
         config_provider: Callable[[], Any] | None = None,
         nodeid: str | None = None,
+        command_nodeid: str | None = None,
         on_update: Callable[[UpdateResult], None] | None = None,
         on_verdict: Callable[[dict[str, Any]], None] | None = None,
         on_note: Callable[[str], None] | None = None,
@@ -136,11 +137,18 @@ class GoldenCheck:
         self._engine_provider = engine_provider
         self._config_provider = config_provider
         self.nodeid = nodeid
+        #: the test id as typed where pytest was invoked (suggested commands); ``nodeid`` stays rootdir-relative
+        self.command_nodeid = command_nodeid or nodeid
         self._on_update = on_update
 
     def path_for(self, config_name: str) -> Path:
         """``<golden_dir>/<config name>.h5``."""
-        return self.settings.golden_dir / f"{config_name}.h5"
+        folder = self.settings.golden_dir
+        if folder.exists() and not folder.is_dir():
+            from pytest_trt.golden.store import folder_error
+
+            raise folder_error(folder)
+        return folder / f"{config_name}.h5"
 
     def check(
         self,
@@ -238,7 +246,7 @@ class GoldenCheck:
 
     def missing_message(self, name: str, path: Path, what: str, *, needs_dataset: bool = False) -> str:
         """The missing-golden failure; with ``needs_dataset`` it names the golden dataset first."""
-        command = update_command(self.nodeid, args=self.settings.command_args)
+        command = update_command(self.command_nodeid, args=self.settings.command_args)
         if needs_dataset:
             return (f"no golden for {name!r}: {what}, and check() was given no golden dataset to create it from. "
                     "Pass one, e.g. trt_golden.check(trt_engine, "
@@ -308,7 +316,7 @@ def raise_failure(check: GoldenCheck, *, golden: str, verdict: Verdict, metrics:
     __tracebackhide__ = True
     message = render_regression(golden=golden, breaches=verdict.breaches, metrics=list(metrics.values()),
                                 structure=verdict.structure, problems=[*provenance_lines, *verdict.problems],
-                                nodeid=check.nodeid, command_args=check.settings.command_args,
+                                nodeid=check.command_nodeid, command_args=check.settings.command_args,
                                 checks=verdict.checks, refused=verdict.refused)
     fatal = tuple(p.field for p in verdict.provenance if p.fatal)
     if fatal:
