@@ -150,6 +150,24 @@ def conv_bn_relu(*, batch: int | str = "N", channels: int = 8, size: int = 16, s
     return model
 
 
+def mobilenet_v2_planted(**kwargs: object) -> onnx.ModelProto:
+    """A planted bug for differential tests: :func:`mobilenet_v2` with the stem's ReLU turned into a ReLU6.
+
+    It mimics an optimizer that fuses conv1 + bn1 + relu1 with the wrong
+    activation: outputs change only where a stem activation exceeds 6, i.e.
+    for large input values; inputs in 0..1 (images) never show it.
+    """
+    model = mobilenet_v2(**kwargs)  # type: ignore[arg-type]
+    stem = next(n for n in model.graph.node if n.name == "relu1")
+    lo = numpy_helper.from_array(np.array(0.0, dtype=np.float32), "relu1.planted_min")
+    hi = numpy_helper.from_array(np.array(6.0, dtype=np.float32), "relu1.planted_max")
+    model.graph.initializer.extend([lo, hi])
+    stem.op_type = "Clip"
+    stem.input.extend([lo.name, hi.name])
+    onnx.checker.check_model(model)
+    return model
+
+
 def save(model: onnx.ModelProto, path: str | Path) -> Path:
     """Write ``model`` to ``path`` atomically, only if its bytes changed."""
     path = Path(path)
@@ -169,6 +187,7 @@ def write_all(folder: str | Path) -> dict[str, Path]:
         "mobilenet_v2": save(mobilenet_v2(), folder / "mobilenet_v2.onnx"),
         "mobilenet_v2_b1": save(mobilenet_v2(batch=1), folder / "mobilenet_v2_b1.onnx"),
         "conv_bn_relu": save(conv_bn_relu(), folder / "conv_bn_relu.onnx"),
+        "mobilenet_v2_planted": save(mobilenet_v2_planted(), folder / "mobilenet_v2_planted.onnx"),
     }
 
 
