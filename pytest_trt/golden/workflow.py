@@ -150,10 +150,14 @@ class GoldenCheck:
         __tracebackhide__ = True
         if structure not in structure_modes():
             raise GoldenError(f"structure={structure!r}; choose one of {', '.join(structure_modes())}")
+        from pytest_trt.golden import timing, updating, verifying
+
+        timing_opts = timing.split_options(thresholds)  # latency_drift=, throughput_drift=
         limits = self.settings.thresholds.with_overrides(thresholds, per_output)
         engine, outputs = self._resolve(engine_or_outputs)
         config = engine.config if engine is not None else self._config()
-        from pytest_trt.golden import updating, verifying
+        if timing_opts is not None and engine is None:
+            raise GoldenError("check(latency_drift=/throughput_drift=) times an engine: pass the engine, not outputs")
 
         config_hash = engine.result.config_hash if engine is not None else config.config_hash
         try:
@@ -166,6 +170,8 @@ class GoldenCheck:
             else:
                 result = verifying.verify(self, config, engine, outputs, structure=structure, dataset=dataset,
                                           limits=limits, batch_size=batch_size)
+            if timing_opts is not None:
+                (timing.store if self.settings.update else timing.verify)(self, engine, timing_opts)
         except GoldenError as exc:
             self._verdict(config_hash, _VERDICTS.get(type(exc).__name__, "fail"), exc.message)
             raise
