@@ -3,7 +3,10 @@
 Pure functions over per-round statistics (no engine, no file): the golden
 check and the benchmarks call them.  The estimate is the ratio of the
 per-round medians (current / golden); its confidence interval comes from a
-seeded bootstrap over the rounds of both measurements.  A drift fails only
+seeded bootstrap over the rounds of both measurements.  The per-round
+statistics are contention-trimmed (25th-percentile latency, throughput of the
+faster half of the runs; see :class:`~pytest_trt.timing.BenchmarkResult`):
+other processes on a shared machine stretch some runs, not the fast ones.  A drift fails only
 when the whole interval lies beyond the limit, so a noisy 2-core CI machine
 does not flap, while a real 2x slowdown fails every time.
 """
@@ -23,7 +26,7 @@ class Measured(Protocol):
     """What a drift check needs of a measurement (a :class:`~pytest_trt.timing.BenchmarkResult`)."""
 
     @property
-    def round_medians_ms(self) -> tuple[float, ...]: ...
+    def round_floor_ms(self) -> tuple[float, ...]: ...
 
     @property
     def round_throughputs(self) -> tuple[float, ...]: ...
@@ -76,7 +79,7 @@ def timing_drift(golden: Measured, current: Measured, *, latency_drift: float | 
     """
     out: list[DriftVerdict] = []
     if latency_drift is not None:
-        g, c = golden.round_medians_ms, current.round_medians_ms
+        g, c = golden.round_floor_ms, current.round_floor_ms
         ratio, low, high = bootstrap_ratio(g, c, confidence=confidence)
         out.append(DriftVerdict("latency", float(np.median(g)), float(np.median(c)), ratio, low, high,
                                 latency_drift, confidence, low > 1.0 + latency_drift))

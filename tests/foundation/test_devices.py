@@ -1,0 +1,74 @@
+"""One GPU per pytest-xdist worker: round-robin assignment, pinning, the header map (fake device lists, no GPU)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_trt import devices as dev
+from pytest_trt.options import DEVICES
+
+
+def test_round_robin_over_the_devices():
+    assert dev.worker_map(5, ("0", "1")) == [("gw0", "0"), ("gw1", "1"), ("gw2", "0"), ("gw3", "1"), ("gw4", "0")]
+    assert dev.worker_map(2, ("3",)) == [("gw0", "3"), ("gw1", "3")]
+    assert dev.worker_index("gw12") == 12 and dev.worker_index(None) is None and dev.worker_index("master") is None
+
+
+def test_visible_devices_follow_cuda_visible_devices():
+    assert dev.visible_devices({}, 4) == ("0", "1", "2", "3")
+    assert dev.visible_devices({"CUDA_VISIBLE_DEVICES": "2,3"}, 4) == ("2", "3")
+    assert dev.visible_devices({"CUDA_VISIBLE_DEVICES": ""}, 4) == ()
+
+
+@pytest.mark.parametrize(("text", "error"), [
+    ("0,x", "bad: x"), ("", "the list is empty"), ("1,1", "a device is listed twice"),
+])
+def test_bad_device_lists_are_refused(text, error):
+    with pytest.raises(ValueError, match=error):
+        dev.parse_devices(text)
+    assert dev.parse_devices(" 0, GPU-1a2b ") == ("0", "GPU-1a2b")
+
+
+def test_pin_sets_the_variable_and_forgets_the_gpu_list():
+    env: dict[str, str] = {"CUDA_VISIBLE_DEVICES": "0,1"}
+    dev.pin("1", env)
+    assert env == {"CUDA_VISIBLE_DEVICES": "1"}
+
+
+def test_each_worker_sees_only_its_device(pytester):
+    pytest.importorskip("xdist")
+    pytester.makepyfile(test_probe="""
+import os, pathlib
+
+def test_a(trt_device, tmp_path_factory):
+    out = pathlib.Path(os.environ["PROBE_DIR"]) / os.environ["PYTEST_XDIST_WORKER"]
+    out.write_text(f"{trt_device} {os.environ['CUDA_VISIBLE_DEVICES']}")
+
+test_b = test_c = test_d = test_a
+""")
+    probe = pytester.mkdir("probe")
+    pytester._monkeypatch.setenv("PROBE_DIR", str(probe))
+    result = pytester.runpytest_subprocess("-n", "3", "--dist", "each", DEVICES, "4,7", "-p", "no:cacheprovider")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([f"pytest-trt: workers pinned round-robin over GPUs 4,7 ({DEVICES}): "
+                                 f"gw0 -> GPU 4, gw1 -> GPU 7, gw2 -> GPU 4"])
+    assert {p.name: p.read_text() for p in probe.iterdir()} == {"gw0": "4 4", "gw1": "7 7", "gw2": "4 4"}
+
+
+def test_one_process_with_a_device_list_takes_the_first(pytester):
+    pytester.makepyfile(test_one="""
+import os
+
+def test_one(trt_device):
+    assert trt_device == "5" and os.environ["CUDA_VISIBLE_DEVICES"] == "5"
+""")
+    result = pytester.runpytest_subprocess(DEVICES, "5,6", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([f"pytest-trt: tests run on GPU 5 ({DEVICES}; one process)"])
+
+
+def test_bad_option_is_a_usage_error(pytester):
+    pytester.makepyfile(test_one="def test_one():\n    pass\n")
+    result = pytester.runpytest(DEVICES, "0,zero")  # refused before anything is pinned
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{DEVICES} '0,zero': expected a comma-separated list of GPU indices*bad: zero*"])
