@@ -113,8 +113,9 @@ class PinnedBuffer:
 
     def free(self) -> None:
         if self.host is not None:
-            allocation: Any = self.host.base  # the HostAllocation pagelocked_empty made
-            checked(allocation.free)
+            free = getattr(self.host.base, "free", None)  # the HostAllocation pagelocked_empty made
+            if free is not None:
+                checked(free)
             self.host = None
 
 
@@ -148,9 +149,10 @@ class PycudaApi:
         self.set_device(device)
 
     def set_device(self, index: int) -> None:
+        device = checked(self.drv.Device, index)  # an invalid index fails before the current context is left
         if self.context is not None:
             checked(self.context.pop)
-        self.context = checked(self.drv.Device(index).retain_primary_context)
+        self.context = checked(device.retain_primary_context)
         checked(self.context.push)
         self.device = index
 

@@ -73,6 +73,7 @@ def test_device_to_device_through_two_buffers_and_pageable_memory(api):
     a, b = api.device_buffer(), api.device_buffer(16)
     a.upload(data, stream)  # pageable source: the driver stages it
     mid = a.download(np.empty_like(data), stream)
+    stream.synchronize()
     b.upload(mid * 2, stream)
     stream.synchronize()
     out = b.download(np.empty_like(data), stream)
