@@ -200,7 +200,9 @@ def mobilenet_v2_twice(**kwargs: object) -> onnx.ModelProto:
         helper.make_node("Add", ["copy1/logits", "copy2/logits"], ["twice.sum"], name="twice/add"),
         helper.make_node("Mul", ["twice.sum", "twice.half"], ["logits"], name="twice/mean"),
     ])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="pytest-trt-examples")
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="pytest-trt-examples"
+    )
     model.ir_version = 8
     onnx.checker.check_model(model)
     return model

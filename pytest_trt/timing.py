@@ -53,6 +53,8 @@ class BenchmarkResult:
     #: wall seconds of each round's timed loop (throughput counts the Python between runs too)
     round_seconds: tuple[float, ...]
     device: Mapping[str, Any] = field(default_factory=dict)
+    #: per round, the CPU time (ms) the process spent in each run; monotonic clock only, empty on a GPU
+    cpu_rounds: tuple[tuple[float, ...], ...] = ()
 
     @property
     def latencies_ms(self) -> np.ndarray:
@@ -112,6 +114,16 @@ class BenchmarkResult:
             out.append(self.batch * fast.size / max(float(fast.sum()) / 1e3, 1e-12))
         return tuple(out)
 
+    @property
+    def round_cpu_floor_ms(self) -> tuple[float, ...]:
+        """Per round, the 25th percentile of CPU time per run (empty on a GPU clock).
+
+        Other processes on a shared machine stretch wall time by the share of
+        the cores they take; the CPU time a run needs hardly moves, while a
+        slower engine needs more of it.
+        """
+        return tuple(float(np.percentile(r, 25)) for r in self.cpu_rounds)
+
     def summary(self) -> str:
         return (f"latency median {self.median_ms:.4g} ms, p90 {self.p90_ms:.4g} ms, p99 {self.p99_ms:.4g} ms "
                 f"(spread {self.spread:.1%}), throughput {self.throughput:.4g} samples/s, batch {self.batch}, "
@@ -121,13 +133,15 @@ class BenchmarkResult:
         return {"clock": self.clock, "batch": self.batch, "rounds": [list(r) for r in self.rounds],
                 "round_seconds": list(self.round_seconds), "device": dict(self.device),
                 "median_ms": self.median_ms, "p90_ms": self.p90_ms, "p99_ms": self.p99_ms,
-                "throughput": self.throughput, "spread": self.spread}
+                "throughput": self.throughput, "spread": self.spread,
+                "cpu_rounds": [list(r) for r in self.cpu_rounds]}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> BenchmarkResult:
         return cls(clock=str(data["clock"]), batch=int(data["batch"]),
                    rounds=tuple(tuple(float(x) for x in r) for r in data["rounds"]),
-                   round_seconds=tuple(float(x) for x in data["round_seconds"]), device=dict(data.get("device", {})))
+                   round_seconds=tuple(float(x) for x in data["round_seconds"]), device=dict(data.get("device", {})),
+                   cpu_rounds=tuple(tuple(float(x) for x in r) for r in data.get("cpu_rounds", ())))
 
 
 def _batch_of(inputs: Mapping[str, Any]) -> int:
@@ -146,7 +160,12 @@ def benchmark(
     rounds: int = 1,
     device: Mapping[str, Any] | None = None,
 ) -> BenchmarkResult:
-    """Time ``run(inputs)``; see :meth:`pytest_trt.engine.Engine.benchmark`."""
+    """Time ``run(inputs)``; see :meth:`pytest_trt.engine.Engine.benchmark`.
+
+    With the monotonic clock the process's CPU time per run is recorded too
+    (``time.process_time_ns``, every thread of the process), which the drift
+    check compares on a busy machine.
+    """
     if warmup < 0 or iterations < 1 or rounds < 1 or min_time < 0:
         raise ValueError(f"benchmark: need warmup >= 0, iterations >= 1, rounds >= 1, min_time >= 0; got "
                          f"warmup={warmup}, iterations={iterations}, rounds={rounds}, min_time={min_time}")
@@ -154,16 +173,24 @@ def benchmark(
     timer: Timer = make_timer() if callable(make_timer) else MonotonicTimer()
     for _ in range(warmup):
         run(inputs)
+    on_cpu = isinstance(timer, MonotonicTimer)
     per_round: list[tuple[float, ...]] = []
+    cpu_rounds: list[tuple[float, ...]] = []
     seconds: list[float] = []
     for _ in range(rounds):
         samples: list[float] = []
+        cpu: list[float] = []
         t0 = time.perf_counter()
         while len(samples) < iterations or time.perf_counter() - t0 < min_time / rounds:
+            c0 = time.process_time_ns()
             timer.start()
             run(inputs)
             samples.append(timer.stop())
+            cpu.append((time.process_time_ns() - c0) / 1e6)
         seconds.append(time.perf_counter() - t0)
         per_round.append(tuple(samples))
+        if on_cpu:
+            cpu_rounds.append(tuple(cpu))
     return BenchmarkResult(clock=timer.name, batch=_batch_of(inputs), rounds=tuple(per_round),
-                           round_seconds=tuple(seconds), device=dict(device or {}))
+                           round_seconds=tuple(seconds), device=dict(device or {}), cpu_rounds=tuple(cpu_rounds))
+

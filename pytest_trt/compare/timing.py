@@ -6,7 +6,11 @@ per-round medians (current / golden); its confidence interval comes from a
 seeded bootstrap over the rounds of both measurements.  The per-round
 statistics are contention-trimmed (25th-percentile latency, throughput of the
 faster half of the runs; see :class:`~pytest_trt.timing.BenchmarkResult`):
-other processes on a shared machine stretch some runs, not the fast ones.  A drift fails only
+other processes on a shared machine stretch some runs, not the fast ones.
+When both measurements were taken on the CPU clock, the CPU time each run
+consumed is compared instead of wall time: a machine busier than when the
+snapshot was taken stretches wall time, not the CPU time a run needs, while a
+slower engine needs more of it.  A drift fails only
 when the whole interval lies beyond the limit, so a noisy 2-core CI machine
 does not flap, while a real 2x slowdown fails every time.
 """
@@ -31,6 +35,12 @@ class Measured(Protocol):
     @property
     def round_throughputs(self) -> tuple[float, ...]: ...
 
+    @property
+    def round_cpu_floor_ms(self) -> tuple[float, ...]: ...
+
+    @property
+    def batch(self) -> int: ...
+
 
 @dataclass(frozen=True)
 class DriftVerdict:
@@ -43,18 +53,20 @@ class DriftVerdict:
     limit: float  # allowed relative change (0.10 = 10 %)
     confidence: float
     failed: bool
+    cpu_time: bool = False  # compared in CPU time per run (monotonic clock on both sides)
 
     def line(self) -> str:
         unit = "ms" if self.metric == "latency" else "samples/s"
         change = self.ratio - 1.0
         bound = f"{'+' if self.metric == 'latency' else '-'}{self.limit:.0%}"
         state = "REGRESSION" if self.failed else "ok"
-        return (f"[{state}] {self.metric}: {self.golden:.4g} -> {self.current:.4g} {unit} ({change:+.1%}, "
-                f"{self.confidence:.0%} CI of the ratio {self.low:.3f}..{self.high:.3f}; allowed {bound})")
+        units = ", CPU time" if self.cpu_time else ""
+        return (f"[{state}] {self.metric}: {self.golden:.4g} -> {self.current:.4g} {unit} (ratio {self.ratio:.3f} "
+                f"= {change:+.1%}{units}, {self.confidence:.0%} CI {self.low:.3f}..{self.high:.3f}; allowed {bound})")
 
 
-def bootstrap_ratio(golden: Sequence[float], current: Sequence[float], *, confidence: float = 0.95,
-                    resamples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
+def bootstrap_ratio(golden: Sequence[float] | np.ndarray, current: Sequence[float] | np.ndarray, *,
+                    confidence: float = 0.95, resamples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
     """(median(current)/median(golden), CI low, CI high) by resampling the rounds of both."""
     g, c = np.asarray(golden, dtype=np.float64), np.asarray(current, dtype=np.float64)
     if g.size == 0 or c.size == 0 or np.any(g <= 0) or np.any(c <= 0):
@@ -78,14 +90,19 @@ def timing_drift(golden: Measured, current: Measured, *, latency_drift: float | 
     interval's *high* end is below ``1 - throughput_drift``.
     """
     out: list[DriftVerdict] = []
+    cpu = bool(golden.round_cpu_floor_ms) and bool(current.round_cpu_floor_ms)
+    if cpu:  # CPU time per run: what a busy machine does not stretch
+        g_lat, c_lat = np.asarray(golden.round_cpu_floor_ms), np.asarray(current.round_cpu_floor_ms)
+        g_thr, c_thr = golden.batch * 1e3 / g_lat, current.batch * 1e3 / c_lat
+    else:
+        g_lat, c_lat = np.asarray(golden.round_floor_ms), np.asarray(current.round_floor_ms)
+        g_thr, c_thr = np.asarray(golden.round_throughputs), np.asarray(current.round_throughputs)
     if latency_drift is not None:
-        g, c = golden.round_floor_ms, current.round_floor_ms
-        ratio, low, high = bootstrap_ratio(g, c, confidence=confidence)
-        out.append(DriftVerdict("latency", float(np.median(g)), float(np.median(c)), ratio, low, high,
-                                latency_drift, confidence, low > 1.0 + latency_drift))
+        ratio, low, high = bootstrap_ratio(g_lat, c_lat, confidence=confidence)
+        out.append(DriftVerdict("latency", float(np.median(g_lat)), float(np.median(c_lat)), ratio, low, high,
+                                latency_drift, confidence, low > 1.0 + latency_drift, cpu))
     if throughput_drift is not None:
-        g, c = golden.round_throughputs, current.round_throughputs
-        ratio, low, high = bootstrap_ratio(g, c, confidence=confidence)
-        out.append(DriftVerdict("throughput", float(np.median(g)), float(np.median(c)), ratio, low, high,
-                                throughput_drift, confidence, high < 1.0 - throughput_drift))
+        ratio, low, high = bootstrap_ratio(g_thr, c_thr, confidence=confidence)
+        out.append(DriftVerdict("throughput", float(np.median(g_thr)), float(np.median(c_thr)), ratio, low, high,
+                                throughput_drift, confidence, high < 1.0 - throughput_drift, cpu))
     return out

@@ -78,7 +78,8 @@ def _inputs(check: GoldenCheck, engine: Any) -> dict[str, np.ndarray]:
 
 
 def _measure(engine: Any, feeds: Mapping[str, np.ndarray], opts: TimingOptions) -> BenchmarkResult:
-    return engine.benchmark(feeds, warmup=opts.warmup, iterations=opts.iterations, rounds=opts.rounds)  # type: ignore[no-any-return]
+    return engine.benchmark(feeds, warmup=opts.warmup, iterations=opts.iterations,  # type: ignore[no-any-return]
+                            rounds=opts.rounds)
 
 
 def store(check: GoldenCheck, engine: Any, opts: TimingOptions) -> Path:
