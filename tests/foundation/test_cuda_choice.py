@@ -43,6 +43,7 @@ PROFILES = [
     {"x": ((1, 3, 8, 8), (8, 3, 8, 8)), "mask": ((1, 8), (8, 8))},
     {"x": ((9, 3, 8, 8), (64, 3, 8, 8)), "mask": ((9, 8), (64, 8))},
     {"x": ((1, 3, 16, 16), (4, 3, 32, 32)), "mask": ((1, 8), (4, 8))},
+    {"x": ((1, 3, 8, 8), (64, 3, 8, 8)), "mask": ((1, 8), (64, 8))},  # overlaps 0 and 1: never chosen first
 ]
 
 
@@ -52,6 +53,7 @@ PROFILES = [
     ({"x": (9, 3, 8, 8), "mask": (9, 8)}, 1),
     ({"x": (64, 3, 8, 8), "mask": (64, 8)}, 1),
     ({"x": (2, 3, 20, 31), "mask": (2, 8)}, 2),
+    ({"x": (33, 3, 8, 8), "mask": (33, 8)}, 1),
 ])
 def test_the_first_profile_holding_every_shape_is_chosen(shapes, expected):
     assert select_profile(PROFILES, shapes) == expected
@@ -60,6 +62,6 @@ def test_the_first_profile_holding_every_shape_is_chosen(shapes, expected):
 def test_shapes_fitting_no_profile_list_them():
     with pytest.raises(InputMismatch, match=r"fit none of the engine's optimization profiles \(profile 0: mask "
                                             r"\(1, 8\)\.\.\(8, 8\), x \(1, 3, 8, 8\)\.\.\(8, 3, 8, 8\); profile 1"):
-        select_profile(PROFILES, {"x": (9, 3, 8, 8), "mask": (8, 8)})  # batch mismatch across inputs
+        select_profile(PROFILES, {"x": (9, 3, 8, 8), "mask": (65, 8)})  # mask batch beyond every profile
     with pytest.raises(InputMismatch):
         select_profile(PROFILES, {"x": (4, 3, 8), "mask": (4, 8)})  # wrong rank
