@@ -129,7 +129,7 @@ class Engine:
 
         ``warmup`` untimed runs, then at least ``iterations`` timed runs and
         at least ``min_time`` seconds, in ``rounds`` rounds (the drift check
-        compares per-round medians).  Returns latency median/p90/p99 in ms,
+        compares per-round statistics).  Returns latency median/p90/p99 in ms,
         throughput in samples/s (axis 0 of the inputs) and the spread; on
         the CPU clock also the CPU time of each run.
         """

@@ -2,8 +2,8 @@
 
 Pure functions over per-round statistics (no engine, no file): the golden
 check and the benchmarks call them.  The estimate is the ratio of the
-per-round medians (current / golden); its confidence interval comes from a
-seeded bootstrap over the rounds of both measurements.  The per-round
+medians of per-round statistics (current / golden); its confidence interval
+comes from a seeded bootstrap over the rounds of both measurements.  The per-round
 statistics are contention-trimmed (25th-percentile latency, throughput of the
 faster half of the runs; see :class:`~pytest_trt.timing.BenchmarkResult`):
 other processes on a shared machine stretch some runs, not the fast ones.

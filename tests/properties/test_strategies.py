@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from pytest_trt import Profile
 from pytest_trt.errors import TrtError
 from pytest_trt.strategies import ValueRange, build_configs, engine_inputs, golden_range
+from tests.conftest import needs_rtx
 
 FAST = settings(max_examples=40, deadline=None, database=None, suppress_health_check=list(HealthCheck))
 
@@ -114,3 +115,17 @@ def test_every_drawn_config_builds_and_matches_the_reference(models, data):
     engine.assert_matches_reference(data.draw(engine_inputs(engine, elements=(0.0, 1.0))), rtol=1e-4, atol=1e-4)
 
 
+
+
+@needs_rtx
+@settings(max_examples=3, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_drawn_tensorrt_configs_build_with_tensorrt_rtx(models, data):
+    from pytest_trt.backends.tensorrt import TensorRTBackend
+
+    config = data.draw(build_configs(models["conv_bn_relu"], backend="tensorrt-rtx", max_dim=4, max_profiles=2))
+    assert config.ort is None and 0 <= config.builder_optimization_level <= 5
+    result = TensorRTBackend("tensorrt_rtx").build(config)
+    effective = result.effective_config
+    assert effective["builder_optimization_level"] == config.builder_optimization_level
+    assert effective["num_optimization_profiles"] == len(config.profiles) >= 1
