@@ -12,6 +12,7 @@ module retains and pushes that context instead of creating its own
 
 from __future__ import annotations
 
+import atexit
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -147,6 +148,8 @@ class PycudaApi:
         self.drv = driver()
         self.context: Any = None
         self.set_device(device)
+        # pycuda reports a context still pushed at interpreter exit as an error: pop ours first
+        atexit.register(self.close)
 
     def set_device(self, index: int) -> None:
         device = checked(self.drv.Device, index)  # an invalid index fails before the current context is left
@@ -160,9 +163,10 @@ class PycudaApi:
         return int(checked(self.drv.Device.count))
 
     def close(self) -> None:
+        """Leave the primary context (idempotent; also run at interpreter exit)."""
         if self.context is not None:
-            checked(self.context.pop)
-            self.context = None
+            context, self.context = self.context, None
+            checked(context.pop)
 
     def stream(self) -> Stream:
         return Stream()
