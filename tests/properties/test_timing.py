@@ -19,14 +19,18 @@ def test_benchmark_numbers_are_plausible(mnv2_engine):
     for r in (one, eight):
         assert r.clock == "monotonic" and r.iterations == 45 and len(r.round_medians_ms) == 3
         lat = r.latencies_ms
-        assert lat.min() > 0 and r.median_ms == pytest.approx(float(np.median(lat)))
+        assert lat.min() > 0
+        # the statistics, recomputed independently with numpy
+        assert (r.median_ms, r.p90_ms, r.p99_ms) == pytest.approx(tuple(np.percentile(lat, [50, 90, 99])))
         assert r.median_ms <= r.p90_ms <= r.p99_ms <= lat.max()
-        # the loop's wall time includes every timed run: throughput cannot beat batch / mean latency
+        q1, q3 = np.percentile(lat, [25, 75])
+        assert r.spread == pytest.approx((q3 - q1) / np.median(lat))
+        assert r.throughput == pytest.approx(r.batch * 45 / sum(r.round_seconds))
+        # each round's wall time holds every timed run: throughput cannot beat batch / mean latency
         assert r.throughput <= r.batch / (lat.mean() / 1e3) * 1.001
-        assert r.throughput > 0.2 * r.batch / (lat.mean() / 1e3)
-        assert 0 <= r.spread < 5
     assert (one.batch, eight.batch) == (1, 8)
-    assert eight.median_ms > one.median_ms  # 8 images take longer than 1
+    # CPU time (what a busy machine does not stretch): 8 images need more than 1
+    assert np.median(np.concatenate(eight.cpu_rounds)) > np.median(np.concatenate(one.cpu_rounds))
     assert BenchmarkResult.from_json(json.loads(json.dumps(eight.to_json()))) == eight
 
 
