@@ -23,7 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from hypothesis import strategies as st
+
+try:
+    from hypothesis import strategies as st
+except ImportError as exc:  # pragma: no cover - hypothesis is in the test extra
+    raise ImportError("pytest_trt.strategies needs hypothesis: pip install 'pytest-trt[hypothesis]'") from exc
 
 from pytest_trt.backends.base import TensorSpec
 from pytest_trt.config import BuildConfig, OrtOptions, Profile
