@@ -61,3 +61,7 @@ class Options:
             rebuild=bool(config.getoption("trt_rebuild")),
             cache_dir=cache_dir,
         )
+
+#: one GPU per pytest-xdist worker (pytest_trt.devices)
+DEVICES = "--trt-devices"
+INI_DEVICES = "trt_devices"

@@ -21,7 +21,12 @@ if TYPE_CHECKING:
     from pytest_trt.session import EngineProvider
 
 #: hook modules of the golden and audit features (each imports nothing heavy at load)
-pytest_plugins = ["pytest_trt.golden.pytest_hooks", "pytest_trt.audit.pytest_hooks", "pytest_trt.collect_errors"]
+pytest_plugins = [
+    "pytest_trt.golden.pytest_hooks",
+    "pytest_trt.audit.pytest_hooks",
+    "pytest_trt.collect_errors",
+    "pytest_trt.devices_hooks",
+]
 
 _WORKER_ROWS = pytest.StashKey[list[dict[str, Any]]]()
 

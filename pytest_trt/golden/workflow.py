@@ -178,11 +178,15 @@ class GoldenCheck:
         __tracebackhide__ = True
         if structure not in structure_modes():
             raise GoldenError(f"structure={structure!r}; choose one of {', '.join(structure_modes())}")
+        from pytest_trt.golden import timing, updating, verifying
+
+        timing_opts = timing.split_options(thresholds)  # latency_drift=, throughput_drift=
         limits = self.settings.thresholds.with_overrides(thresholds, per_output)
         declared = declared_classifiers(classifier)
         engine, outputs = self._resolve(engine_or_outputs)
         config = engine.config if engine is not None else self._config()
-        from pytest_trt.golden import updating, verifying
+        if timing_opts is not None and engine is None:
+            raise GoldenError("check(latency_drift=/throughput_drift=) times an engine: pass the engine, not outputs")
 
         config_hash = engine.result.config_hash if engine is not None else config.config_hash
         skip_message: str | None = None
@@ -198,6 +202,8 @@ class GoldenCheck:
             else:
                 result = verifying.verify(self, config, engine, outputs, structure=structure, dataset=dataset,
                                           limits=limits, batch_size=batch_size, classifier=declared)
+            if timing_opts is not None:
+                (timing.store if self.settings.update else timing.verify)(self, engine, timing_opts)
         except EngineNotRunnable as exc:
             self._verdict(config_hash, "skipped", exc.message)
             skip_message = not_runnable_skip(exc, getattr(engine, "backend_name", ""))
@@ -217,9 +223,14 @@ class GoldenCheck:
         summary = result.outputs_summary
         self._verdict(config_hash, "pass", result.note, golden=str(result.path), generation=result.generation,
                       detail=result.verdict.to_dict(), **({"outputs": summary} if summary else {}))
-        if result.note and self._on_note is not None:
-            self._on_note(result.note)
+        if result.note:
+            self.note(result.note)
         return result
+
+    def note(self, text: str) -> None:
+        """A provenance note for the terminal summary (a passing check whose evidence differs)."""
+        if self._on_note is not None:
+            self._on_note(text)
 
     def _verdict(self, config_hash: str, verdict: str, message: str | None, **extra: Any) -> None:
         """Tell the audit layer (bundle golden.json, report section) how the check ended."""
