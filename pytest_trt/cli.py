@@ -7,6 +7,7 @@ Commands::
     pytest-trt bundle diff OLD NEW [--mask-tactics]
     pytest-trt log parse BUILD.LOG [--onnx MODEL]
     pytest-trt golden show FILE
+    pytest-trt catalog add|query|show|history|push|prune ...  (see pytest_trt.catalog.cli)
 
 Every command takes ``--json`` (one JSON document on stdout).
 
@@ -193,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="exit codes: 0 ok; 1 verification failed or differences found; 2 usage error; 3 file error",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    groups = parser.add_subparsers(dest="group", required=True, metavar="{bundle,log,golden}")
+    groups = parser.add_subparsers(dest="group", required=True, metavar="{bundle,log,golden,catalog}")
     bundle = groups.add_parser("bundle", help="verify, show and diff audit bundles").add_subparsers(
         dest="command", required=True, metavar="{verify,show,diff}")
     p = bundle.add_parser("verify", parents=[common], help="check manifest hashes, schema, member safety, signature")
@@ -219,6 +220,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = golden.add_parser("show", parents=[common], help="datasets, snapshots, provenance and approvals")
     p.add_argument("file", type=Path, metavar="FILE")
     p.set_defaults(func=cmd_golden_show)
+    from pytest_trt.catalog.cli import add_catalog_commands
+
+    add_catalog_commands(groups, common)
     return parser
 
 

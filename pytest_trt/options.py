@@ -58,3 +58,11 @@ class Options:
             rebuild=bool(config.getoption("trt_rebuild")),
             cache_dir=cache_dir,
         )
+
+# audit archive (pytest_trt.catalog): index written bundles, push them to MLflow
+CATALOG = "--trt-catalog"
+MLFLOW_URI = "--trt-mlflow-uri"
+MLFLOW_REGISTER = "--trt-mlflow-register"
+INI_CATALOG = "trt_catalog"
+INI_MLFLOW_URI = "trt_mlflow_uri"
+INI_MLFLOW_REGISTER = "trt_mlflow_register"

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from pytest_trt.session import EngineProvider
 
 #: hook modules of the golden and audit features (each imports nothing heavy at load)
-pytest_plugins = ["pytest_trt.golden.pytest_hooks", "pytest_trt.audit.pytest_hooks"]
+pytest_plugins = ["pytest_trt.golden.pytest_hooks", "pytest_trt.audit.pytest_hooks", "pytest_trt.catalog.pytest_hooks"]
 
 _WORKER_ROWS = pytest.StashKey[list[dict[str, Any]]]()
 
