@@ -7,7 +7,6 @@ import json
 import sqlite3
 import tarfile
 from pathlib import Path
-from typing import Any
 
 import pytest
 
