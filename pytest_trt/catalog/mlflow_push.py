@@ -37,7 +37,9 @@ HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TI
 PARAMS = ("config_name", "config_version", "config_hash", "backend", "backend_version", "cuda_runtime",
           "cuda_driver", "device", "calibration_algorithm", "calibration_cache_sha256", "git_commit", "git_dirty",
           "created", "signer_key_sha256", "engine_included", "size")
-TAGS = ("sha256", "engine_sha256", "onnx_sha256", "config_sha256", "path")
+#: run tag (after TAG_PREFIX) -> catalog column
+TAGS = {"bundle_sha256": "sha256", "engine_sha256": "engine_sha256", "onnx_sha256": "onnx_sha256",
+        "config_sha256": "config_sha256", "bundle_path": "path"}
 
 
 class MlflowUnavailable(ImportError):
@@ -119,7 +121,7 @@ def _run(client: Any, experiment_id: str, row: Mapping[str, Any], details: Mappi
                                max_results=1)
     if found:
         return str(found[0].info.run_id)
-    tags = {TAG_PREFIX + k: str(row[k]) for k in TAGS}
+    tags = {TAG_PREFIX + tag: str(row[column]) for tag, column in TAGS.items()}
     tags[TAG_PREFIX + "approval"] = approval_text(details["approvals"])
     run = client.create_run(experiment_id, tags=tags,
                             run_name=f"{row['config_name']}-v{row['config_version']}-{row['sha256'][:12]}")
