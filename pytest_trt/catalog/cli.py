@@ -7,7 +7,7 @@ Commands::
                              [--calibration minmax] [--verdict regression] [--engine-sha256 SHA]
                              [--since 2026-03-01|30d] [--all] [--limit N]
     pytest-trt catalog show SHA
-    pytest-trt catalog history CONFIG
+    pytest-trt catalog history CONFIG [--since WHEN]
     pytest-trt catalog push --uri URI [--register] [SHA...]
     pytest-trt catalog prune [--keep-last N] [--older-than DURATION] [--dry-run]
 
@@ -150,11 +150,15 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 @_guard
 def cmd_history(args: argparse.Namespace) -> int:
-    from pytest_trt.catalog.query import history, jsonable
+    from pytest_trt.catalog.query import history, jsonable, parse_since
     from pytest_trt.catalog.render import history_lines
 
+    try:
+        since = parse_since(args.since) if args.since else None
+    except ValueError as exc:
+        raise _Usage(str(exc)) from None
     with _open(args) as catalog:
-        rows = history(catalog, args.config, include_all=args.all)
+        rows = history(catalog, args.config, include_all=args.all, since=since)
     if args.json:
         _print_json({"db": str(args.db), "config": args.config, "bundles": jsonable(rows)})
     elif rows:
@@ -256,6 +260,7 @@ def add_catalog_commands(groups: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(func=cmd_show)
     p = sub.add_parser("history", parents=parents, help="versions, approvals and verdicts of a config over time")
     p.add_argument("config", metavar="CONFIG")
+    p.add_argument("--since", metavar="WHEN", help="created since a date (2026-03-01) or a duration ago (30d)")
     p.add_argument("--all", action="store_true", help="include superseded and pruned bundles")
     p.set_defaults(func=cmd_history)
     p = sub.add_parser("push", parents=parents, help="log bundles to MLflow (default: those not pushed yet)")

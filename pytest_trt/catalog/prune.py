@@ -70,25 +70,33 @@ def plan_prune(
 
 
 def references(catalog: Catalog) -> dict[str, list[str]]:
-    """sha256 -> the approvals, golden checks and registered model versions that point at the bundle."""
+    """sha256 -> the approvals, golden checks and registered model versions that point at the bundle.
+
+    A reference found on an earlier version of a bundle file (same path, same engine; see
+    :data:`~pytest_trt.catalog.store.LINEAGE`) protects the file's current version, which holds that engine.
+    """
+    current = ("JOIN bundles o ON o.sha256 = t.bundle_sha256 JOIN bundles b ON b.path = o.path "
+               "AND b.engine_sha256 = o.engine_sha256 AND b.superseded_by IS NULL AND b.pruned IS NULL")
     refs: dict[str, list[str]] = {}
-    for a in catalog.rows("SELECT * FROM approvals ORDER BY bundle_sha256, test"):
+
+    def add(sha: str, text: str) -> None:
+        if text not in refs.setdefault(sha, []):
+            refs[sha].append(text)
+
+    for a in catalog.rows(f"SELECT b.sha256 AS current, t.* FROM approvals t {current} ORDER BY b.sha256, t.test"):
         where = f"{a['golden'] or 'golden'} generation {a['generation']}" if a["generation"] is not None else (
             a["golden"] or "a golden")
         by = f" by {a['approver']}" if a["approver"] else ""
-        refs.setdefault(a["bundle_sha256"], []).append(f"approval: {where} refreshed from it{by} ({a['test']})")
+        add(a["current"], f"approval: {where} refreshed from it{by} ({a['test']})")
     last = catalog.rows(
-        "SELECT v.golden, v.generation, max(b.created || ' ' || b.sha256) AS newest "
-        "FROM verdicts v JOIN bundles b ON b.sha256 = v.bundle_sha256 "
-        "WHERE v.golden IS NOT NULL AND b.pruned IS NULL AND b.superseded_by IS NULL "
-        "GROUP BY v.golden, v.generation ORDER BY v.golden, v.generation")
+        f"SELECT t.golden, t.generation, max(b.created || ' ' || b.sha256) AS newest FROM verdicts t {current} "
+        "WHERE t.golden IS NOT NULL GROUP BY t.golden, t.generation ORDER BY t.golden, t.generation")
     for row in last:
-        sha = row["newest"].split(" ")[1]
-        refs.setdefault(sha, []).append(
+        add(row["newest"].split(" ")[1],
             f"golden history: newest check against {row['golden']} generation {row['generation']}")
-    for r in catalog.rows("SELECT * FROM registrations ORDER BY bundle_sha256, model_name"):
-        refs.setdefault(r["bundle_sha256"], []).append(
-            f"registered model version: {r['model_name']} v{r['model_version']} at {r['uri']}")
+    for r in catalog.rows(f"SELECT b.sha256 AS current, t.* FROM registrations t {current} "
+                          "ORDER BY b.sha256, t.model_name"):
+        add(r["current"], f"registered model version: {r['model_name']} v{r['model_version']} at {r['uri']}")
     return refs
 
 

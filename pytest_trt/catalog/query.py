@@ -95,7 +95,8 @@ def where(f: Filters) -> tuple[str, list[Any]]:
         params.append(re.sub(r"[-_]", "", f.calibration.lower()))
     if f.verdict:
         names = VERDICT_ALIASES.get(f.verdict.lower(), (f.verdict.lower(),))
-        clauses.append(f"EXISTS (SELECT 1 FROM verdicts v WHERE v.bundle_sha256 = b.sha256 "
+        clauses.append(f"EXISTS (SELECT 1 FROM verdicts v JOIN bundles o ON o.sha256 = v.bundle_sha256 "
+                       f"WHERE o.path = b.path AND o.engine_sha256 = b.engine_sha256 "
                        f"AND v.verdict IN ({', '.join('?' * len(names))}))")
         params += list(names)
     if f.engine_sha256:
@@ -109,9 +110,13 @@ def where(f: Filters) -> tuple[str, list[Any]]:
     return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
-_VERDICTS_SQL = ("(SELECT group_concat(verdict, ',') FROM (SELECT DISTINCT verdict FROM verdicts v "
-                 "WHERE v.bundle_sha256 = b.sha256 ORDER BY verdict)) AS verdicts")
-_APPROVALS_SQL = "(SELECT count(*) FROM approvals a WHERE a.bundle_sha256 = b.sha256) AS approvals"
+# verdicts and approvals of the bundle file's lineage (store.LINEAGE): every version of the file with this engine
+_VERDICTS_SQL = ("(SELECT group_concat(verdict, ',') FROM (SELECT DISTINCT v.verdict FROM verdicts v "
+                 "JOIN bundles o ON o.sha256 = v.bundle_sha256 WHERE o.path = b.path "
+                 "AND o.engine_sha256 = b.engine_sha256 ORDER BY v.verdict)) AS verdicts")
+_APPROVALS_SQL = ("(SELECT count(DISTINCT a.test || ' ' || ifnull(a.golden, '') || ' ' || ifnull(a.generation, '')) "
+                  "FROM approvals a JOIN bundles o ON o.sha256 = a.bundle_sha256 "
+                  "WHERE o.path = b.path AND o.engine_sha256 = b.engine_sha256) AS approvals")
 
 
 def query(catalog: Catalog, f: Filters) -> list[dict[str, Any]]:
@@ -123,9 +128,10 @@ def query(catalog: Catalog, f: Filters) -> list[dict[str, Any]]:
     return catalog.rows(sql, params)
 
 
-def history(catalog: Catalog, config: str, *, include_all: bool = False) -> list[dict[str, Any]]:
+def history(catalog: Catalog, config: str, *, include_all: bool = False, since: str | None = None
+            ) -> list[dict[str, Any]]:
     """Every bundle of one config over time, with its verdicts (and metrics) and approvals."""
-    rows = query(catalog, Filters(config=config, include_all=include_all))
+    rows = query(catalog, Filters(config=config, include_all=include_all, since=since))
     for row in rows:
         details = catalog.details(row["sha256"])
         row["verdict_rows"] = details["verdicts"]

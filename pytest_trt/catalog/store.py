@@ -19,6 +19,11 @@ from pytest_trt.catalog.fields import CatalogEntry, entry_from_bundle, iso_utc
 from pytest_trt.catalog.schema import connect, with_retries, write_transaction
 
 BUNDLE_GLOB = "*.tar.gz"
+#: the sha256s of one bundle file's versions: the same path and the same engine.  The recorder rewrites a
+#: bundle when new golden verdicts arrive and keeps only the latest verdict per test in it; the catalog keeps
+#: every version's verdicts and approvals, and answers for the file with all of them.
+LINEAGE = ("SELECT o.sha256 FROM bundles o JOIN bundles me ON o.path = me.path AND o.engine_sha256 = me.engine_sha256 "
+           "WHERE me.sha256 = {sha}")
 #: rows written per transaction by :meth:`Catalog.add_paths`
 BATCH = 200
 
@@ -164,9 +169,15 @@ class Catalog:
                          "ORDER BY created, sha256", {"n": len(prefix), "p": prefix})
 
     def details(self, sha256: str) -> dict[str, list[dict[str, Any]]]:
-        """Verdicts, approvals, pushes and registrations of one bundle."""
+        """Verdicts and approvals of one bundle's lineage (see :data:`LINEAGE`); its pushes and registrations."""
         out = {}
-        for table in ("verdicts", "approvals", "pushes", "registrations"):
+        for table in ("verdicts", "approvals"):
+            out[table] = self.rows(
+                f"SELECT t.* FROM {table} t JOIN bundles o ON o.sha256 = t.bundle_sha256 "
+                f"WHERE t.bundle_sha256 IN ({LINEAGE.format(sha=':sha')}) "
+                "GROUP BY t.test, " + ("t.verdict, t.golden, t.generation, t.metrics" if table == "verdicts" else
+                                       "t.golden, t.generation") + " ORDER BY min(o.created), t.test", {"sha": sha256})
+        for table in ("pushes", "registrations"):
             out[table] = self.rows(f"SELECT * FROM {table} WHERE bundle_sha256 = ?", (sha256,))
         for v in out["verdicts"]:
             v["metrics"] = json.loads(v["metrics"])

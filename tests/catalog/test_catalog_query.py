@@ -111,6 +111,9 @@ def test_history(archive, capsys):
     assert "  approval: g/mnv2.h5 generation 2 by Ada: upgrade reviewed" in out
     assert out.count("  bundle: ") == 3
     assert main(["catalog", "history", "nope", "--db", str(archive["db"])]) == 1
+    capsys.readouterr()
+    assert main(["catalog", "history", "mnv2", "--since", "2026-03-06", "--db", str(archive["db"])]) == 0
+    assert capsys.readouterr().out.startswith("history of mnv2: 1 bundle\n2026-03-10T12:00:00Z  v1.2")
 
 
 def test_show_unknown_sha_and_missing_db(archive, capsys, tmp_path):

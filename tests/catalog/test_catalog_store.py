@@ -169,3 +169,33 @@ def test_newer_schema_and_non_database_are_refused(tmp_path):
     with pytest.raises(CatalogError, match="not a usable catalog database"):
         connect(junk)
 
+
+
+def test_approval_survives_the_recorders_rewrite(tmp_path, rtx_result, write, capsys):
+    """The recorder keeps only the latest verdict per test in the file; the catalog keeps the approval."""
+    from datetime import timedelta
+
+    from pytest_trt.catalog.prune import candidates, plan_prune, references
+    from pytest_trt.cli import main
+    from tests.catalog.test_catalog_prune import NOW
+
+    folder = tmp_path / "trt-bundles"
+    db = str(folder / "catalog.sqlite")
+    path = write(rtx_result, folder, golden={"t.py::acc": verdict(rtx_result, "updated", golden="g/m.h5",
+                                                                  generation=1)})
+    set_created(path, "2025-01-01T00:00:00Z")
+    assert main(["catalog", "add", str(path), "--db", db]) == 0
+    write(rtx_result, folder, golden={"t.py::acc": verdict(rtx_result, "pass", golden="g/m.h5", generation=1)})
+    set_created(path, "2025-01-02T00:00:00Z")
+    assert main(["catalog", "add", str(path), "--db", db]) == 0
+    assert json.loads(_member(path, "golden.json"))["checks"]["t.py::acc"]["verdict"] == "pass"
+    capsys.readouterr()
+    assert main(["catalog", "query", "--verdict", "updated", "--db", db, "--json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)["bundles"]
+    assert row["sha256"] == _sha(path.read_bytes()) and row["verdicts"] == "pass,updated" and row["approvals"] == 1
+    assert main(["catalog", "history", "mnv2", "--db", db]) == 0
+    assert "  approval: g/m.h5 generation 1" in capsys.readouterr().out
+    with Catalog(Path(db)) as cat:
+        plan = plan_prune(candidates(cat), references(cat), keep_last=0, older_than=timedelta(days=1), now=NOW)
+    assert plan.delete == ()
+    assert any(r.startswith("approval: g/m.h5 generation 1") for r in plan.keep[_sha(path.read_bytes())])
