@@ -73,6 +73,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         config.stash[_OUTCOME] = archive_bundles(paths, settings)
 
 
+@pytest.hookimpl(trylast=True)  # after the audit layer's list of bundles
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     outcome = config.stash.get(_OUTCOME, None)
     if outcome is None:

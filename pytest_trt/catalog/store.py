@@ -62,7 +62,32 @@ def verify_entry(path: Path, *, public_key: Path | None = None) -> CatalogEntry 
         return AddResult(path, "error", reason=f"{path}: no such file")
     except (OSError, ValueError, ImportError) as exc:  # unreadable, bad key file, no cryptography
         return AddResult(path, "error", reason=f"{path}: {exc}")
-    return entry_from_bundle(vb, created=created)
+    return with_approval_records(entry_from_bundle(vb, created=created))
+
+
+def with_approval_records(entry: CatalogEntry) -> CatalogEntry:
+    """Fill approver and reason from the golden folder's ``APPROVALS.jsonl`` where the bundle lacks them.
+
+    A bundle's golden verdict names the golden file and generation an approved
+    refresh wrote; who approved it and why is recorded next to the golden file.
+    """
+    import dataclasses
+
+    from pytest_trt.golden.approvals import APPROVALS_FILE, read_jsonl
+
+    approvals = []
+    for a in entry.approvals:
+        if a.approver is None and a.golden and (Path(a.golden).parent / APPROVALS_FILE).is_file():
+            try:
+                records = read_jsonl(Path(a.golden).parent)
+            except (OSError, ValueError):
+                records = []
+            match = [r for r in records if r.get("file") == Path(a.golden).name
+                     and r.get("generation") == a.generation and r.get("test") in (None, a.test)]
+            if match:
+                a = dataclasses.replace(a, approver=match[-1].get("approver"), reason=match[-1].get("reason"))
+        approvals.append(a)
+    return dataclasses.replace(entry, approvals=tuple(approvals))
 
 
 class Catalog:

@@ -199,3 +199,19 @@ def test_approval_survives_the_recorders_rewrite(tmp_path, rtx_result, write, ca
         plan = plan_prune(candidates(cat), references(cat), keep_last=0, older_than=timedelta(days=1), now=NOW)
     assert plan.delete == ()
     assert any(r.startswith("approval: g/m.h5 generation 1") for r in plan.keep[_sha(path.read_bytes())])
+
+
+def test_approver_and_reason_come_from_the_golden_folders_approvals_log(tmp_path, rtx_result, write):
+    from pytest_trt.golden.approvals import append_jsonl
+
+    golden_dir = tmp_path / "golden"
+    golden_dir.mkdir()
+    for generation, who in ((1, "Bob"), (2, "Ada Lovelace <ada@example.com>")):
+        append_jsonl(golden_dir, {"file": "mnv2.h5", "generation": generation, "approver": who,
+                                  "reason": f"refresh {generation}", "test": "t.py::acc", "config": "mnv2"})
+    path = write(rtx_result, tmp_path / "b", golden={"t.py::acc": verdict(
+        rtx_result, "updated", golden=str(golden_dir / "mnv2.h5"), generation=2)})
+    with Catalog(tmp_path / "c.sqlite") as cat:
+        cat.add_paths([path])
+        [approval] = cat.details(_sha(path.read_bytes()))["approvals"]
+    assert (approval["approver"], approval["reason"]) == ("Ada Lovelace <ada@example.com>", "refresh 2")
