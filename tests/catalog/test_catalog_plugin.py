@@ -33,11 +33,11 @@ def test_b_again(trt_engine):
 
 
 @needs_ort
-@pytest.mark.parametrize("xdist", [(), ("-n", "2")], ids=["no-xdist", "xdist-2"])
-def test_session_indexes_its_bundles(pytester, models, capsys, xdist):
+def test_session_indexes_its_bundles(pytester, models, capsys):
+    """With xdist (the controller indexes the workers' bundles), then without (a second session)."""
     pytester.makepyfile(test_model=SUITE.format(onnx=str(models["conv_bn_relu"])))
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trt-engine-build", "--trt-backend",
-                                           "onnxruntime", CATALOG, *xdist)
+                                           "onnxruntime", CATALOG, "-n", "2")
     result.assert_outcomes(passed=3)
     db = pytester.path / "trt-bundles" / "catalog.sqlite"
     result.stdout.fnmatch_lines(["*pytest-trt audit archive*", f"catalog {db}: 2 bundle(s) added, 0 already indexed"])
@@ -47,7 +47,7 @@ def test_session_indexes_its_bundles(pytester, models, capsys, xdist):
     on_disk = sorted(str(p) for p in (pytester.path / "trt-bundles").glob("*.tar.gz"))
     assert sorted(r["path"] for r in rows) == on_disk and len(on_disk) == 2
     assert sorted(r["config_name"] for r in rows) == ["cbr_a", "cbr_b"]
-    # a second session finds them indexed already
+    # a second session, without xdist, finds them indexed already
     again = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trt-backend", "onnxruntime",
                                           "-o", "trt_catalog=true", "--trt-engine-build")
     again.stdout.fnmatch_lines([f"catalog {db}: 0 bundle(s) added, 2 already indexed"])
