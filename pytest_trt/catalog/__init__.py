@@ -10,3 +10,6 @@ heavy is imported here; mlflow only inside :mod:`.mlflow_push`'s functions.
 """
 
 from __future__ import annotations
+
+#: the catalog's file name, in the bundle folder by default
+DEFAULT_DB_NAME = "catalog.sqlite"

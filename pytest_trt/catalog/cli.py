@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pytest_trt.catalog.schema import DEFAULT_DB_NAME
+from pytest_trt.catalog import DEFAULT_DB_NAME
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_FILE = 0, 1, 2, 3
 DEFAULT_DB = Path("trt-bundles") / DEFAULT_DB_NAME

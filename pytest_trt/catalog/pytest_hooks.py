@@ -41,7 +41,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(trylast=True)  # after the audit layer's configure made the recorder
 def pytest_configure(config: pytest.Config) -> None:
     from pytest_trt.audit.pytest_hooks import RECORDER
-    from pytest_trt.catalog.schema import DEFAULT_DB_NAME
+    from pytest_trt.catalog import DEFAULT_DB_NAME
     from pytest_trt.catalog.session import ArchiveSettings
 
     uri = config.getoption("trt_mlflow_uri") or config.getini(opt.INI_MLFLOW_URI) or None

@@ -27,7 +27,6 @@ from pytest_trt.errors import TrtError
 
 T = TypeVar("T")
 
-DEFAULT_DB_NAME = "catalog.sqlite"
 #: seconds SQLite itself waits for a lock before reporting "database is locked"
 BUSY_TIMEOUT_S = 30.0
 #: attempts of a whole operation that still met a busy database (e.g. while WAL mode is switched on)

@@ -211,9 +211,3 @@ class Catalog:
     def count(self) -> int:
         return int(self.rows("SELECT count(*) AS n FROM bundles")[0]["n"])
 
-
-def default_db(bundle_dir: Path) -> Path:
-    from pytest_trt.catalog.schema import DEFAULT_DB_NAME
-
-    return Path(bundle_dir) / DEFAULT_DB_NAME
-

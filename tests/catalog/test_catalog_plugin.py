@@ -58,3 +58,15 @@ def test_register_without_uri_is_a_usage_error(pytester):
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", MLFLOW_REGISTER)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--trt-mlflow-register registers engines in MLflow and so needs --trt-mlflow-uri*"])
+
+
+def test_loading_the_plugin_and_cli_imports_neither_mlflow_nor_sqlite():
+    import subprocess
+    import sys
+
+    code = ("import sys, pytest_trt.plugin, pytest_trt.catalog.pytest_hooks, pytest_trt.cli; "
+            "pytest_trt.cli.build_parser(); "
+            "print(sorted(m for m in ('mlflow', 'sqlite3', 'hypothesis', 'tensorrt_rtx', 'onnxruntime') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "[]"

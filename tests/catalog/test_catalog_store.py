@@ -215,3 +215,15 @@ def test_approver_and_reason_come_from_the_golden_folders_approvals_log(tmp_path
         cat.add_paths([path])
         [approval] = cat.details(_sha(path.read_bytes()))["approvals"]
     assert (approval["approver"], approval["reason"]) == ("Ada Lovelace <ada@example.com>", "refresh 2")
+
+
+@pytest.mark.parametrize(("build", "expected"), [
+    ({"backend": "tensorrt", "backend_version": "10.3.0.26", "versions": {"tensorrt": "8.6.1.6"}}, "10.3.0.26"),
+    ({"backend": "tensorrt-rtx", "versions": {"backend": "tensorrt-rtx", "tensorrt_rtx": "1.7.1.116"}}, "1.7.1.116"),
+    ({"backend": "onnxruntime", "versions": {"backend": "onnxruntime", "onnxruntime": "1.23.2"}}, "1.23.2"),
+    ({"backend": "tensorrt", "versions": {"backend": "tensorrt"}}, None),
+])
+def test_backend_version_typed_field_first_then_the_versions_table(build, expected):
+    from pytest_trt.catalog.fields import backend_version_of
+
+    assert backend_version_of(build) == expected
