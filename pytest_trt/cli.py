@@ -9,6 +9,7 @@ Commands::
     pytest-trt log diff OLD.log NEW.log [--onnx MODEL] [--tactics]
     pytest-trt upgrade-report OLD NEW [-o report.html]
     pytest-trt golden show FILE
+    pytest-trt catalog add|query|show|history|push|prune ...  (see pytest_trt.catalog.cli)
 
 Every command takes ``--json`` (one JSON document on stdout).
 
@@ -197,7 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="exit codes: 0 ok; 1 verification failed or differences found; 2 usage error; 3 file error",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    groups = parser.add_subparsers(dest="group", required=True, metavar="{bundle,log,golden,upgrade-report}")
+    groups = parser.add_subparsers(dest="group", required=True,
+                                   metavar="{bundle,log,golden,calib,upgrade-report,catalog}")
     bundle = groups.add_parser("bundle", help="verify, show and diff audit bundles").add_subparsers(
         dest="command", required=True, metavar="{verify,show,diff}")
     p = bundle.add_parser("verify", parents=[common], help="check manifest hashes, schema, member safety, signature")
@@ -228,6 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_calib_commands(groups, common)
     upgrade_cli.register_upgrade(groups, common)
+    from pytest_trt.catalog.cli import add_catalog_commands
+
+    add_catalog_commands(groups, common)
     return parser
 
 

@@ -52,6 +52,9 @@ ENVIRONMENT = "environment.json"
 CALIBRATION_CACHE = "calibration.cache"
 CALIBRATION = "calibration.json"
 GOLDEN = "golden.json"
+#: bundles are evidence: written read-only, in a folder only the owner (and group) can read
+BUNDLE_FILE_MODE = 0o444
+BUNDLE_DIR_MODE = 0o750
 #: members every bundle has (plus one of ENGINE / ENGINE_HASH)
 REQUIRED = (BUILD, CONFIG, ENVIRONMENT, LOG, MANIFEST)
 KNOWN = frozenset(REQUIRED + (ENGINE, ENGINE_HASH, CALIBRATION_CACHE, CALIBRATION, GOLDEN, SIGNATURE))
@@ -208,6 +211,8 @@ def write_bundle(
         sign_key=sign_key,
     )
     path = Path(out_dir) / (name or bundle_name(result))
+    # mode applies when the folder is created here; an existing folder keeps its mode
+    path.parent.mkdir(parents=True, exist_ok=True, mode=BUNDLE_DIR_MODE)
     sink: list[_HashingWriter] = []
 
     def writer(fh: Any) -> None:
@@ -215,7 +220,8 @@ def write_bundle(
         sink.append(hashing)
         write_tar_gz(members, hashing)  # type: ignore[arg-type]
 
-    write_atomic(path, writer)
+    # replacing a 0444 bundle is allowed: os.replace needs write permission on the folder, not the file
+    write_atomic(path, writer, mode=BUNDLE_FILE_MODE)
     return BundleInfo(
         path=path,
         sha256=sink[0].hash.hexdigest(),

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_trt.audit.bundle import GOLDEN, BundleInfo, bundle_name, write_bundle
+from pytest_trt.audit.bundle import BUNDLE_DIR_MODE, GOLDEN, BundleInfo, bundle_name, write_bundle
 
 if TYPE_CHECKING:
     from pytest_trt.buildlog.record import BuildRecord
@@ -112,7 +112,7 @@ class BundleRecorder:
                 f"{path.name}: written for two configs ({previous[:12]}, {engine.result.config_hash[:12]}) "
                 "with the same name, version, backend and device; give each config its own name or version"
             )
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=BUNDLE_DIR_MODE)
         with FileLock(str(path.parent / f".{path.name}.lock")):
             merged = {**self._existing_golden(path, engine), **golden}
             info = write_bundle(
