@@ -35,7 +35,8 @@ def archive(tmp_path_factory: pytest.TempPathFactory, rtx_result: Any, ort_resul
                                  reason="upgrade reviewed")}),
         "cbr": write(ort_result, folder),
     }
-    a100 = dataclasses.replace(rtx_result, backend="tensorrt", versions={"backend": "tensorrt", "tensorrt": "8.6.1.6"},
+    a100 = dataclasses.replace(rtx_result, backend="tensorrt", backend_version="8.6.1.6",
+                               versions={"backend": "8.6.1.6", "tensorrt": "8.6.1.6"},
                                device={"kind": "gpu", "name": "NVIDIA A100-SXM4-80GB", "compute_capability": "8.0"},
                                config={**rtx_result.config, "name": "resnet", "version": "3.0"})
     paths["a100"] = write(a100, folder, calibration=True, golden={"t.py::acc": verdict(a100, "pass")})
