@@ -36,6 +36,9 @@ BLOCK = tarfile.BLOCKSIZE
 RECORD = tarfile.RECORDSIZE
 #: zero bytes allowed after the end-of-archive blocks (the writer pads to one 10 KiB record)
 MAX_TRAILING_ZEROS = RECORD
+#: once the file differs from the writer's output it will be refused; read on only this much further
+#: (for a precise message about a member), so a bomb costs bounded time too
+MAX_READ_AFTER_DIFFERENCE = 64 << 20
 
 _TYPES = {
     b"1": "hard link", b"2": "link", b"3": "device file", b"4": "device file", b"5": "directory",
@@ -57,23 +60,53 @@ class Scan:
     sizes: dict[str, int]
     order: tuple[str, ...]  # members in archive order
     file_sha256: str  # of the file's bytes
-    canonical_sha256: str  # of the writer's output for the same members
+    first_difference: int | None  # offset of the first byte differing from the writer's output; None: identical
 
     @property
     def canonical(self) -> bool:
-        return self.file_sha256 == self.canonical_sha256
+        return self.first_difference is None
+
+
+class _Comparison:
+    """Compares two byte streams fed in any interleaving, holding only the part one side is ahead by."""
+
+    def __init__(self) -> None:
+        self.pending: tuple[bytearray, bytearray] = (bytearray(), bytearray())
+        self.matched = 0
+        self.first_difference: int | None = None
+        self.noticed_at: int | None = None  # tar offset where the reader first saw the difference
+
+    def feed(self, side: int, data: bytes) -> None:
+        if self.first_difference is not None:
+            return
+        self.pending[side].extend(data)
+        a, b = self.pending
+        n = min(len(a), len(b))
+        if a[:n] != b[:n]:
+            self.first_difference = self.matched + next(i for i in range(n) if a[i] != b[i])
+            a.clear()
+            b.clear()
+            return
+        del a[:n], b[:n]
+        self.matched += n
+
+    def finish(self) -> None:
+        if self.first_difference is None and any(self.pending):
+            self.first_difference = self.matched
 
 
 class _HashingReader:
-    """A raw file whose every byte read is hashed (gzip reads the file exactly once, in order)."""
+    """The raw file: every byte read is hashed and compared (gzip reads the file exactly once, in order)."""
 
-    def __init__(self, fh: BinaryIO) -> None:
+    def __init__(self, fh: BinaryIO, comparison: _Comparison) -> None:
         self.fh = fh
         self.hash = hashlib.sha256()
+        self.comparison = comparison
 
     def read(self, n: int = -1) -> bytes:
         data = self.fh.read(n)
         self.hash.update(data)
+        self.comparison.feed(0, data)
         return data
 
     def drain(self) -> None:
@@ -81,12 +114,14 @@ class _HashingReader:
             pass
 
 
-class _HashSink:
-    def __init__(self) -> None:
-        self.hash = hashlib.sha256()
+class _RebuiltSink:
+    """Receives the writer's output for the members read so far."""
+
+    def __init__(self, comparison: _Comparison) -> None:
+        self.comparison = comparison
 
     def write(self, data: Any) -> int:
-        self.hash.update(data)
+        self.comparison.feed(1, bytes(data))
         return len(data)
 
     def flush(self) -> None:
@@ -155,9 +190,10 @@ def scan(
     hashes: dict[str, str] = {}
     sizes: dict[str, int] = {}
     order: list[str] = []
-    sink = _HashSink()
+    comparison = _Comparison()
+    sink = _RebuiltSink(comparison)
     with open(path, "rb") as raw_fh:
-        raw = _HashingReader(raw_fh)
+        raw = _HashingReader(raw_fh, comparison)
         try:
             reader: Any = raw  # duck-typed file objects
             writer: Any = sink
@@ -185,6 +221,7 @@ def scan(
                     rebuilt.write(member_header(name, size))
                     h, kept, left = hashlib.sha256(), [], size
                     while left:
+                        _check_progress(comparison, offset + size - left)
                         block = _read_exact(gz, min(chunk, left))
                         left -= len(block)
                         h.update(block)
@@ -213,4 +250,19 @@ def scan(
         except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
             raise ArchiveError(f"not a readable tar.gz archive ({exc})") from None
         raw.drain()
-    return Scan(members, hashes, sizes, tuple(order), raw.hash.hexdigest(), sink.hash.hexdigest())
+    comparison.finish()
+    return Scan(members, hashes, sizes, tuple(order), raw.hash.hexdigest(), comparison.first_difference)
+
+
+def _check_progress(comparison: _Comparison, offset: int) -> None:
+    """Stop reading a file already known to differ from the writer's output, once far past the difference."""
+    if comparison.first_difference is None:
+        return
+    if comparison.noticed_at is None:
+        comparison.noticed_at = offset
+    if offset - comparison.noticed_at > MAX_READ_AFTER_DIFFERENCE:
+        raise ArchiveError(
+            f"the file differs from the writer's archive of its members from byte {comparison.first_difference:,} "
+            f"and still goes on {MAX_READ_AFTER_DIFFERENCE >> 20} MiB later (a decompression bomb or a damaged "
+            "file); reading stopped"
+        )

@@ -191,8 +191,8 @@ def _check_canonical(path: Path, found: Scan) -> None:
     if not found.canonical:
         raise _fail(
             path,
-            f"file sha256 {found.file_sha256} differs from {found.canonical_sha256}, the deterministic archive of "
-            "its own (verified) members: the gzip or tar framing was changed after writing",
+            f"the file differs from byte {found.first_difference:,} on from the deterministic archive of its own "
+            "(verified) members: the gzip or tar framing was changed after writing",
         )
 
 
