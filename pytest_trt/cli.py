@@ -95,22 +95,23 @@ def _show_lines(vb: Any, summary: dict[str, Any] | None) -> list[str]:
 
     build, conf, env = vb.build["build"], vb.config, vb.environment
     pinned = conf["pinned"]
-    versions = ", ".join(f"{k} {v}" for k, v in sorted(build.get("versions", {}).items()))
-    device = build.get("device", {})
-    gpus = ", ".join(g.get("name", "?") for g in env.get("gpus", []))
-    gpus = gpus or f"none (cpu: {env.get('cpu', {}).get('model')})"
-    os_name = env.get("os", {}).get("distribution") or env.get("os", {}).get("system")
-    git = env.get("git", {})
+    # the verifier checked every key's type; optional keys may be absent or null
+    versions = ", ".join(f"{k} {v}" for k, v in sorted((build.get("versions") or {}).items()))
+    device = build.get("device") or {}
+    gpus = ", ".join(str(g.get("name", "?")) for g in env.get("gpus") or [])
+    gpus = gpus or f"none (cpu: {(env.get('cpu') or {}).get('model')})"
+    os_name = (env.get("os") or {}).get("distribution") or (env.get("os") or {}).get("system")
+    git = env.get("git") or {}
     engine = (f"included, {vb.engine_size:,} bytes" if vb.engine_size is not None else "hash only")
     lines = [
         f"bundle: {vb.path}",
         f"sha256: {vb.sha256}",
         f"config: {pinned.get('name')} v{pinned.get('version')}  precision {pinned.get('precision')}  "
-        f"hash {conf['config_hash'][:16]}  onnx sha256 {conf['onnx_sha256'][:16]}",
+        f"hash {conf['config_hash'][:16]}  onnx sha256 {str(conf.get('onnx_sha256'))[:16]}",
         f"backend: {build.get('backend')} ({versions})",
         f"device: {json.dumps(device, sort_keys=True)}",
         f"engine: {engine}, sha256 {build.get('engine_sha256')}",
-        f"environment: python {env.get('python', {}).get('version')}, {os_name}, "
+        f"environment: python {(env.get('python') or {}).get('version')}, {os_name}, "
         f"gpus {gpus}, git {git.get('commit') or 'none'}{' (dirty)' if git.get('dirty') else ''}",
     ]
     if summary is not None:

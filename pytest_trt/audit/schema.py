@@ -45,14 +45,19 @@ def _expect(value: Any, where: str, *types_: type, nullable: bool = False) -> No
         raise SchemaError(where, f"expected {wanted}{' or null' if nullable else ''}, found {_kind(value)}")
 
 
+def _at(where: str, key: object) -> str:
+    """``build.json:`` + ``record`` -> ``build.json:record``; then ``.memory`` -> ``build.json:record.memory``."""
+    return f"{where}{key}" if where.endswith(":") else f"{where}.{key}"
+
+
 def _fields(doc: Mapping[str, Any], where: str, spec: Mapping[str, tuple[tuple[type, ...], bool, bool]]) -> None:
     """``spec``: key -> (types, nullable, required)."""
     for key, (types_, nullable, required) in spec.items():
         if key not in doc:
             if required:
-                raise SchemaError(f"{where}.{key}", "required key is missing")
+                raise SchemaError(_at(where, key), "required key is missing")
             continue
-        _expect(doc[key], f"{where}.{key}", *types_, nullable=nullable)
+        _expect(doc[key], _at(where, key), *types_, nullable=nullable)
 
 
 def _sha(value: Any, where: str, *, nullable: bool = False) -> None:
@@ -103,7 +108,7 @@ _ENVIRONMENT = {
 
 
 def check_build(doc: Mapping[str, Any]) -> None:
-    _fields(doc, "build.json", _BUILD)
+    _fields(doc, "build.json:", _BUILD)
     meta = doc["build"]
     _fields(meta, "build.json:build", _BUILD_META)
     _sha(meta.get("engine_sha256"), "build.json:build.engine_sha256")
@@ -114,26 +119,26 @@ def check_build(doc: Mapping[str, Any]) -> None:
 
 
 def check_config(doc: Mapping[str, Any]) -> None:
-    _fields(doc, "config.json", _CONFIG)
+    _fields(doc, "config.json:", _CONFIG)
 
 
 def check_environment(doc: Mapping[str, Any]) -> None:
-    _fields(doc, "environment.json", _ENVIRONMENT)
+    _fields(doc, "environment.json:", _ENVIRONMENT)
     for i, line in enumerate(doc.get("pip_freeze") or ()):
-        _expect(line, f"environment.json.pip_freeze.{i}", str)
+        _expect(line, f"environment.json:pip_freeze.{i}", str)
     for i, gpu in enumerate(doc.get("gpus") or ()):
-        _expect(gpu, f"environment.json.gpus.{i}", dict)
+        _expect(gpu, f"environment.json:gpus.{i}", dict)
 
 
 def check_calibration(doc: Mapping[str, Any]) -> None:
-    _sha(doc.get("cache_sha256"), "calibration.json.cache_sha256", nullable=True)
-    _sha(doc.get("qdq_model_sha256"), "calibration.json.qdq_model_sha256", nullable=True)
+    _sha(doc.get("cache_sha256"), "calibration.json:cache_sha256", nullable=True)
+    _sha(doc.get("qdq_model_sha256"), "calibration.json:qdq_model_sha256", nullable=True)
 
 
 def check_golden(doc: Mapping[str, Any]) -> None:
-    _fields(doc, "golden.json", {"schema": ((int,), False, True), "checks": ((dict,), False, True)})
+    _fields(doc, "golden.json:", {"schema": ((int,), False, True), "checks": ((dict,), False, True)})
     for test, verdict in doc["checks"].items():
-        _expect(verdict, f"golden.json.checks.{test}", dict)
+        _expect(verdict, f"golden.json:checks.{test}", dict)
 
 
 # -- the build record, checked against the dataclasses' type hints ---------------------------------
@@ -152,9 +157,9 @@ def _check_dataclass(doc: Any, cls: type, where: str) -> None:
     for f in dataclasses.fields(cls):
         if f.name not in doc:
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise SchemaError(f"{where}.{f.name}", "required key is missing")
+                raise SchemaError(_at(where, f.name), "required key is missing")
             continue
-        _check_value(doc[f.name], hints[f.name], f"{where}.{f.name}")
+        _check_value(doc[f.name], hints[f.name], _at(where, f.name))
 
 
 def _check_value(value: Any, hint: Any, where: str) -> None:

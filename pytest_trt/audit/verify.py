@@ -115,8 +115,9 @@ def _fail(path: Path, message: str, member: str | None = None) -> BundleIntegrit
     return BundleIntegrityError(where + message, bundle=str(path), member=member)
 
 
-def _inflate(data: bytes, limit: int = MAX_LOG_BYTES, chunk: int = 1 << 20) -> Iterator[bytes]:
+def _inflate(data: bytes, limit: int | None = None, chunk: int = 1 << 20) -> Iterator[bytes]:
     """Decompress gzip ``data`` in chunks; ``ValueError`` past ``limit`` bytes, ``zlib.error`` when corrupt."""
+    limit = MAX_LOG_BYTES if limit is None else limit
     d = zlib.decompressobj(zlib.MAX_WBITS | 16)
     total, pending = 0, data
     while True:
