@@ -193,6 +193,9 @@ def scan(
     comparison = _Comparison()
     sink = _RebuiltSink(comparison)
     with open(path, "rb") as raw_fh:
+        if not raw_fh.read(1):
+            raise ArchiveError("is empty (0 bytes), not a bundle")
+        raw_fh.seek(0)
         raw = _HashingReader(raw_fh, comparison)
         try:
             reader: Any = raw  # duck-typed file objects
