@@ -73,7 +73,11 @@ def load_polygraphy_inputs(
         raise GoldenError(f"{path}: expected a non-empty list of feed dicts (polygraphy run --save-inputs)")
     iterations = [{k: _array(v, f"{path}: iteration {i} input {k!r}") for k, v in it.items()}
                   for i, it in enumerate(doc)]
-    return GoldenDataset.from_arrays(_concat(iterations, str(path)), labels, tags)
+    arrays = _concat(iterations, str(path))
+    try:
+        return GoldenDataset.from_arrays(arrays, labels, tags)
+    except GoldenError as exc:
+        raise GoldenError(f"{path}: {exc.message}") from None
 
 
 def polygraphy_runners(path: str | Path) -> list[str]:
