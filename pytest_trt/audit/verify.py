@@ -55,6 +55,8 @@ MEMBER_LIMITS = {
     MANIFEST: 64 * 1024,
     SIGNATURE: 64 * 1024,
 }
+#: deepest JSON nesting accepted in a member (pytest-trt writes at most about 8 levels)
+MAX_JSON_DEPTH = 64
 #: largest accepted build log, decompressed (checked while streaming; never held whole by the verifier)
 MAX_LOG_BYTES = 2 << 30
 _SCHEMA_CHECKS = {
@@ -204,11 +206,26 @@ def _json(path: Path, name: str, data: bytes) -> dict[str, Any]:
         raise _fail(path, f"is not UTF-8 JSON ({exc})", name) from None
     if not isinstance(doc, dict) or b.canonical_json(doc) != data:
         raise _fail(path, "is not a canonical JSON object", name)
+    if _depth(doc) > MAX_JSON_DEPTH:
+        raise _fail(path, f"nests deeper than {MAX_JSON_DEPTH} levels (readers recurse over it)", name)
     try:
         _SCHEMA_CHECKS[name](doc)
     except schema.SchemaError as exc:
         raise _fail(path, f"wrong schema: {exc}", name) from None
     return doc
+
+
+def _depth(doc: Any) -> int:
+    """Nesting depth of a JSON value, without recursion."""
+    deepest, stack = 0, [(doc, 1)]
+    while stack:
+        value, level = stack.pop()
+        deepest = max(deepest, level)
+        if isinstance(value, dict):
+            stack.extend((v, level + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, level + 1) for v in value)
+    return deepest
 
 
 def _check_log(path: Path, data: bytes) -> None:

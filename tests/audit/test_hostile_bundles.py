@@ -177,3 +177,12 @@ def test_a_bad_file_at_the_bundle_path_is_set_aside_and_reported(pytester, model
                                  f"{path.name}.invalid; this build's bundle replaces it (*{why}*"])
     assert path.with_name(path.name + ".invalid").read_bytes() == bad  # kept for inspection, not lost
     verify_bundle(path)
+
+
+def test_deeply_nested_json_is_refused_before_readers_recurse(small_signed_bundle, tmp_path):
+    nested: list = []
+    for _ in range(200):
+        nested = [nested]
+    path = recrafted(small_signed_bundle, tmp_path / "deep.tar.gz", {"environment.json": _set("cpu", {"x": nested})})
+    with pytest.raises(BundleIntegrityError, match="member environment.json: nests deeper than 64 levels"):
+        verify_bundle(path)
