@@ -36,6 +36,8 @@ class Mutant:
 
 _VERIFY = ("tests/audit/test_verify.py", "tests/audit/test_tamper.py", "tests/audit/test_hostile_bundles.py")
 _CLI = ("tests/audit/test_cli_bad_inputs.py", "tests/test_cli.py")
+_ASSERTIONS = ("tests/buildlog/test_buildlog_assertions.py", "tests/buildlog/test_assertion_edges.py")
+_CACHE = ("tests/foundation/test_cache.py", "tests/foundation/test_cache_integrity.py")
 
 MUTANTS = (
     # -- audit/verify.py, audit/tarscan.py, audit/schema.py: reading bundles --------------------------------------
@@ -62,8 +64,7 @@ MUTANTS = (
            "        return verify_manifest_signature(members[MANIFEST], members[SIGNATURE], public_key)",
            "        return 'unchecked'", _VERIFY, "--public-key accepts any signature"),
     Mutant("verify-engine-sha", "pytest_trt/audit/verify.py",
-           '    if meta["engine_sha256"] != engine_sha:', "    if False:",
-           ("tests/audit/test_verify.py", "tests/audit/test_bundle.py"),
+           '    if meta["engine_sha256"] != engine_sha:', "    if False:", _VERIFY,
            "build.json may name another engine than the one bundled"),
     Mutant("verify-log-cap", "pytest_trt/audit/verify.py",
            "        if total > limit:", "        if False:", _VERIFY,
@@ -113,21 +114,21 @@ MUTANTS = (
     Mutant("assert-fused-any-group", "pytest_trt/buildlog/assertions.py",
            "            and all(set(g) & set(layer.origins) for g in groups)]",
            "            and any(set(g) & set(layer.origins) for g in groups)]",
-           ("tests/buildlog/test_buildlog_assertions.py",), "a layer holding one of the nodes counts as the fusion"),
+           _ASSERTIONS, "a layer holding one of the nodes counts as the fusion"),
     Mutant("assert-fused-helpers-count", "pytest_trt/buildlog/assertions.py",
            '    return [layer for layer in record.layers if layer.kind == "compute"\n',
            "    return [layer for layer in record.layers if True\n",
-           ("tests/buildlog/test_buildlog_assertions.py",), "reformat/helper layers count as fusions"),
+           _ASSERTIONS, "reformat/helper layers count as fusions"),
     Mutant("assert-glob-as-exact", "pytest_trt/buildlog/assertions.py",
            '    if any(c in pattern for c in "*?["):', "    if False:",
-           ("tests/buildlog/test_buildlog_assertions.py",), "glob node patterns never match"),
+           _ASSERTIONS, "glob node patterns never match"),
     Mutant("assert-regex-search", "pytest_trt/buildlog/assertions.py",
            "        return \"regex\", tuple(n for n in known if rx.fullmatch(n))",
            "        return \"regex\", tuple(n for n in known if rx.search(n))",
-           ("tests/buildlog/test_buildlog_assertions.py",), "'re:conv1' also matches 'conv10' (partial match)"),
+           _ASSERTIONS, "'re:conv1' also matches 'conv10' (partial match)"),
     Mutant("assert-precision-any", "pytest_trt/buildlog/assertions.py",
            "    if layers and not wrong:", "    if layers:",
-           ("tests/buildlog/test_buildlog_assertions.py",), "assert_precision passes with a layer in another dtype"),
+           _ASSERTIONS, "assert_precision passes with a layer in another dtype"),
     # -- compare/verdict.py -----------------------------------------------------------------------------------------
     Mutant("verdict-max-abs-off", "pytest_trt/compare/verdict.py",
            "    if t.max_abs is not None and not e.max_abs <= t.max_abs:", "    if False:",
@@ -154,13 +155,13 @@ MUTANTS = (
            "an update writes into a golden file of the wrong layout"),
     Mutant("cache-no-hash-check", "pytest_trt/cache.py",
            "                if _sha256(folder / name) != digest:", "                if False:",
-           ("tests/foundation/test_cache.py",), "a corrupt cached engine is used"),
+           _CACHE, "a corrupt cached engine is used"),
     Mutant("cache-wrong-key-accepted", "pytest_trt/cache.py",
            '            if entry.get("key") != key:', "            if False:",
-           ("tests/foundation/test_cache.py",), "an entry of another key is used"),
+           _CACHE, "an entry of another key is used"),
     Mutant("cache-store-in-place", "pytest_trt/cache.py",
            "            files = result.write(tmp)", "            tmp = final\n            files = result.write(tmp)",
-           ("tests/foundation/test_cache.py",), "cache entries are written where readers look"),
+           _CACHE, "cache entries are written where readers look"),
 )
 
 

@@ -186,3 +186,30 @@ def test_deeply_nested_json_is_refused_before_readers_recurse(small_signed_bundl
     path = recrafted(small_signed_bundle, tmp_path / "deep.tar.gz", {"environment.json": _set("cpu", {"x": nested})})
     with pytest.raises(BundleIntegrityError, match="member environment.json: nests deeper than 64 levels"):
         verify_bundle(path)
+
+
+def test_build_json_naming_another_engine_is_refused(small_signed_bundle, tmp_path):
+    other = "0123456789abcdef" * 4
+    path = recrafted(small_signed_bundle, tmp_path / "other-engine.tar.gz", {"build.json": _set("build.engine_sha256",
+                                                                                               other)})
+    with pytest.raises(BundleIntegrityError, match=f"member build.json: engine sha256 {other} does not match the "
+                                                   r"engine \([0-9a-f]{64}\)"):
+        verify_bundle(path)
+
+
+def test_a_member_added_to_a_signed_bundle_outside_the_manifest_is_refused(small_build, record_of, keypair,
+                                                                            tmp_path):
+    """Forged golden verdicts slipped next to a signed manifest: the signature still matches, the listing does not."""
+    from pytest_trt.audit.bundle import canonical_json, write_bundle
+    from tests.audit.conftest import read_members, rebuild
+
+    info = write_bundle(small_build, tmp_path, record=None, environment={"schema": 1}, include_engine=False,
+                        sign_key=keypair[0])
+    members = read_members(info.path)
+    assert "golden.json" not in members
+    members["golden.json"] = canonical_json({"schema": 1, "checks": {"tests/t.py::t": {"verdict": "pass"}}})
+    path = tmp_path / "smuggled.tar.gz"
+    path.write_bytes(rebuild(members))
+    with pytest.raises(BundleIntegrityError, match="member golden.json: present in the archive but not listed in "
+                                                   "MANIFEST.sha256"):
+        verify_bundle(path, public_key=keypair[1])
