@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
 import subprocess
 import sys
 import textwrap
@@ -28,14 +29,22 @@ def test_every_single_byte_flip_of_a_signed_bundle_is_detected(small_signed_bund
     assert 4000 < len(raw) < 12000, len(raw)  # small on purpose: every position is tried
     verify_bundle(small_signed_bundle, public_key=keypair[1])  # positive control
     path = tmp_path / "flipped.tar.gz"
+    path.write_bytes(raw)
     missed = []
-    for pos in range(len(raw)):
-        path.write_bytes(raw[:pos] + bytes([raw[pos] ^ 0x01]) + raw[pos + 1:])
-        try:
-            verify_bundle(path, public_key=keypair[1])
-        except BundleIntegrityError:
-            continue
-        missed.append(pos)
+    fd = os.open(path, os.O_WRONLY)  # flip and restore one byte in place: truncating rewrites cost 3 ms each
+    try:
+        for pos in range(len(raw)):
+            os.pwrite(fd, bytes([raw[pos] ^ 0x01]), pos)
+            try:
+                verify_bundle(path, public_key=keypair[1])
+            except BundleIntegrityError:
+                continue
+            finally:
+                os.pwrite(fd, raw[pos:pos + 1], pos)
+            missed.append(pos)
+    finally:
+        os.close(fd)
+    assert path.read_bytes() == raw
     assert missed == [], f"{len(missed)} of {len(raw)} flips passed verification, first at {missed[:10]}"
 
 
