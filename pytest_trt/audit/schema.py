@@ -14,6 +14,7 @@ so a field added there is checked without a change here.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import types
 import typing
@@ -151,9 +152,14 @@ def check_record(doc: Any, where: str = "build.json:record") -> None:
     _check_value(doc, BuildRecord, where)
 
 
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
 def _check_dataclass(doc: Any, cls: type, where: str) -> None:
     _expect(doc, where, dict)
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     for f in dataclasses.fields(cls):
         if f.name not in doc:
             if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:

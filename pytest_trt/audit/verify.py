@@ -218,13 +218,11 @@ def _json(path: Path, name: str, data: bytes) -> dict[str, Any]:
 def _depth(doc: Any) -> int:
     """Nesting depth of a JSON value, without recursion."""
     deepest, stack = 0, [(doc, 1)]
-    while stack:
+    while stack:  # containers only: build.json's log index holds thousands of scalars
         value, level = stack.pop()
         deepest = max(deepest, level)
-        if isinstance(value, dict):
-            stack.extend((v, level + 1) for v in value.values())
-        elif isinstance(value, list):
-            stack.extend((v, level + 1) for v in value)
+        children = value.values() if isinstance(value, dict) else value
+        stack.extend((v, level + 1) for v in children if isinstance(v, (dict, list)))
     return deepest
 
 
