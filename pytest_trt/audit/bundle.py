@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_trt.audit.archive import gzip_bytes, write_tar_gz
 from pytest_trt.audit.manifest import MANIFEST, render_manifest, sha256_hex
-from pytest_trt.audit.schema import normalized_effective
+from pytest_trt.audit.profiles import normalized_effective
 from pytest_trt.audit.sign import SIGNATURE, sign_manifest
 from pytest_trt.fileio import write_atomic
 

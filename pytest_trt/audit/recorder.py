@@ -83,6 +83,12 @@ class BundleRecorder:
         self.golden.setdefault(self.key(engine), {})[test_id] = dict(verdict)
 
     def _existing_golden(self, path: Path, engine: Engine) -> dict[str, Any]:
+        """Golden verdicts already bundled for these engine bytes; a file that fails verification is set aside.
+
+        Never raises: whatever sits at the bundle's path (a damaged, hand-edited or hostile file, a
+        decompression bomb) is verified with bounded memory, and if it fails it is moved to
+        ``<name>.invalid`` and reported in the session summary, never merged and never silently lost.
+        """
         if not path.is_file():
             return {}
         from pytest_trt.audit.verify import verify_bundle
@@ -90,8 +96,19 @@ class BundleRecorder:
 
         try:
             old = verify_bundle(path)
-        except (BundleIntegrityError, OSError):
-            return {}  # a broken or foreign file is replaced, never merged
+        except (BundleIntegrityError, ValueError, OSError) as exc:
+            message = exc.message if isinstance(exc, BundleIntegrityError) else f"{type(exc).__name__}: {exc}"
+            aside = path.with_name(path.name + ".invalid")
+            try:
+                path.replace(aside)
+                kept = f"moved to {aside.name}"
+            except OSError as move_error:
+                kept = f"left in place ({move_error.strerror or move_error})"
+            self.failures.append(
+                f"{path}: the file already there failed verification and was {kept}; this build's bundle "
+                f"replaces it ({message}). Inspect it with: pytest-trt bundle verify {aside}"
+            )
+            return {}
         if old.engine_sha256 != engine.result.engine_sha256 or GOLDEN not in old.members:
             return {}
         return old.golden or {}
