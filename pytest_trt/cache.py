@@ -24,7 +24,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pytest_trt.buildlog.record import RECORD_SCHEMA
 from pytest_trt.errors import CacheCorrupt
 from pytest_trt.fileio import write_bytes_atomic
 from pytest_trt.result import ARTIFACT_SCHEMA, BuildResult
@@ -36,6 +35,8 @@ CACHE_SCHEMA = 1
 def cache_key(
     *, onnx_sha256: str, canonical_config: str, backend: str, versions: dict[str, str], device: dict[str, Any]
 ) -> str:
+    from pytest_trt.buildlog.record import RECORD_SCHEMA  # the buildlog package is not loaded with the plugin
+
     material = {
         "schema": [CACHE_SCHEMA, ARTIFACT_SCHEMA, RECORD_SCHEMA],
         "onnx_sha256": onnx_sha256,

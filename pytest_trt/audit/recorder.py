@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_trt.audit.bundle import GOLDEN, BundleInfo, bundle_name, write_bundle
-
 if TYPE_CHECKING:
+    from pytest_trt.audit.bundle import BundleInfo
     from pytest_trt.buildlog.record import BuildRecord
     from pytest_trt.engine import Engine
 
@@ -92,12 +91,16 @@ class BundleRecorder:
             old = verify_bundle(path)
         except (BundleIntegrityError, OSError):
             return {}  # a broken or foreign file is replaced, never merged
+        from pytest_trt.audit.bundle import GOLDEN
+
         if old.engine_sha256 != engine.result.engine_sha256 or GOLDEN not in old.members:
             return {}
         return old.golden or {}
 
     def bundle(self, engine: Engine) -> BundleInfo:
         """Write (or reuse) the bundle of ``engine``; rewrites it when new golden verdicts arrived."""
+        from pytest_trt.audit.bundle import bundle_name, write_bundle  # tarfile, gzip: not at plugin load
+
         key = self.key(engine)
         path = self.settings.bundle_dir / bundle_name(engine.result)
         known = self.written.get(key)
