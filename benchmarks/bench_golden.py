@@ -197,7 +197,8 @@ def bench_incident(folder: Path, samples: int, rounds: int, batch: int) -> None:
         print(f"incident check ({what}): trt_golden.check {mp:.2f} s vs bare session.run+numpy {mb:.2f} s "
               f"(medians of {rounds}, alternating): ratio {mp / mb:.3f}   target <= 1.05   "
               f"{'MET' if mp / mb <= 1.05 else 'NOT MET'}")
-    print("  " + json.dumps({"bare_s": b, "check_s": p, "pair_ratios_wall": [x[0] / y[0] for x, y in zip(p, b, strict=True)]}))
+    pairs = [x[0] / y[0] for x, y in zip(p, b, strict=True)]
+    print("  " + json.dumps({"bare_s": b, "check_s": p, "pair_ratios_wall": pairs}))
 
 
 def main() -> None:
