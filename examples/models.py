@@ -150,6 +150,64 @@ def conv_bn_relu(*, batch: int | str = "N", channels: int = 8, size: int = 16, s
     return model
 
 
+def mobilenet_v2_planted(**kwargs: object) -> onnx.ModelProto:
+    """A planted bug for differential tests: :func:`mobilenet_v2` with the stem's ReLU turned into a ReLU6.
+
+    It mimics an optimizer that fuses conv1 + bn1 + relu1 with the wrong
+    activation: outputs change only where a stem activation exceeds 6, i.e.
+    for large input values; inputs in 0..1 (images) never show it.
+    """
+    model = mobilenet_v2(**kwargs)  # type: ignore[arg-type]
+    stem = next(n for n in model.graph.node if n.name == "relu1")
+    lo = numpy_helper.from_array(np.array(0.0, dtype=np.float32), "relu1.planted_min")
+    hi = numpy_helper.from_array(np.array(6.0, dtype=np.float32), "relu1.planted_max")
+    model.graph.initializer.extend([lo, hi])
+    stem.op_type = "Clip"
+    stem.input.extend([lo.name, hi.name])
+    onnx.checker.check_model(model)
+    return model
+
+
+def mobilenet_v2_twice(**kwargs: object) -> onnx.ModelProto:
+    """:func:`mobilenet_v2` computed twice on the same input, logits averaged: the same outputs for 2x the work.
+
+    The timing benchmarks use it as "a model made 2x slower" whose golden outputs still match.
+    """
+    one = mobilenet_v2(**kwargs)  # type: ignore[arg-type]
+    graph = onnx.GraphProto()
+    graph.CopyFrom(one.graph)
+
+    def renamed(name: str) -> str:
+        return name if name in ("input", "") else f"copy2/{name}"
+
+    for node in one.graph.node:
+        twin = graph.node.add()
+        twin.CopyFrom(node)
+        twin.name = f"copy2/{node.name}"
+        twin.input[:] = [renamed(n) for n in node.input]
+        twin.output[:] = [renamed(n) for n in node.output]
+    for init in one.graph.initializer:
+        twin_init = graph.initializer.add()
+        twin_init.CopyFrom(init)
+        twin_init.name = renamed(init.name)
+    # logits = (a + b) / 2: rename the first copy's output, add a mean node producing "logits"
+    for node in graph.node:
+        if node.name == "classifier":
+            node.output[:] = ["copy1/logits"]
+    half = numpy_helper.from_array(np.array(0.5, dtype=np.float32), "twice.half")
+    graph.initializer.append(half)
+    graph.node.extend([
+        helper.make_node("Add", ["copy1/logits", "copy2/logits"], ["twice.sum"], name="twice/add"),
+        helper.make_node("Mul", ["twice.sum", "twice.half"], ["logits"], name="twice/mean"),
+    ])
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="pytest-trt-examples"
+    )
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
 def save(model: onnx.ModelProto, path: str | Path) -> Path:
     """Write ``model`` to ``path`` atomically, only if its bytes changed."""
     path = Path(path)
@@ -169,6 +227,8 @@ def write_all(folder: str | Path) -> dict[str, Path]:
         "mobilenet_v2": save(mobilenet_v2(), folder / "mobilenet_v2.onnx"),
         "mobilenet_v2_b1": save(mobilenet_v2(batch=1), folder / "mobilenet_v2_b1.onnx"),
         "conv_bn_relu": save(conv_bn_relu(), folder / "conv_bn_relu.onnx"),
+        "mobilenet_v2_planted": save(mobilenet_v2_planted(), folder / "mobilenet_v2_planted.onnx"),
+        "mobilenet_v2_twice": save(mobilenet_v2_twice(), folder / "mobilenet_v2_twice.onnx"),
     }
 
 

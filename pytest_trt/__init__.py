@@ -26,7 +26,11 @@ from pytest_trt.errors import (
 
 if TYPE_CHECKING:
     from pytest_trt.assertions import (
+        assert_calibration,
+        assert_calibration_coverage,
+        assert_dynamic_range,
         assert_fused,
+        assert_int8,
         assert_layer_count,
         assert_no_fusion,
         assert_no_warning,
@@ -47,7 +51,8 @@ _LAZY = {
     **dict.fromkeys(("BuildConfig", "Calibration", "OrtOptions", "Profile"), "pytest_trt.config"),
     "Engine": "pytest_trt.engine",
     **dict.fromkeys(("BuildResult", "LogEntry"), "pytest_trt.result"),
-    **dict.fromkeys(("assert_fused", "assert_layer_count", "assert_no_fusion", "assert_no_warning",
+    **dict.fromkeys(("assert_calibration", "assert_calibration_coverage", "assert_dynamic_range", "assert_fused",
+                     "assert_int8", "assert_layer_count", "assert_no_fusion", "assert_no_warning",
                      "assert_precision", "assert_warning"), "pytest_trt.assertions"),
 }
 
@@ -80,7 +85,11 @@ __all__ = [
     "TrtError",
     "UnsupportedOption",
     "__version__",
+    "assert_calibration",
+    "assert_calibration_coverage",
+    "assert_dynamic_range",
     "assert_fused",
+    "assert_int8",
     "assert_layer_count",
     "assert_no_fusion",
     "assert_no_warning",

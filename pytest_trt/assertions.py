@@ -7,6 +7,7 @@ the running test uses; ``engine=`` picks another.  Each delegates to the
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from pytest_trt.current import current_engine
@@ -43,3 +44,27 @@ def assert_warning(pattern: str, *, engine: Engine | None = None) -> None:
 def assert_no_warning(pattern: str, *, engine: Engine | None = None) -> None:
     __tracebackhide__ = True
     current_engine(engine).assert_no_warning(pattern)
+
+
+def assert_calibration(algorithm: str, *, engine: Engine | None = None) -> None:
+    __tracebackhide__ = True
+    current_engine(engine).assert_calibration(algorithm)
+
+
+def assert_dynamic_range(
+    tensor: str, *, max_abs: float | None = None, min_abs: float | None = None, engine: Engine | None = None
+) -> None:
+    __tracebackhide__ = True
+    current_engine(engine).assert_dynamic_range(tensor, max_abs=max_abs, min_abs=min_abs)
+
+
+def assert_int8(*nodes: str, engine: Engine | None = None) -> None:
+    __tracebackhide__ = True
+    current_engine(engine).assert_int8(*nodes)
+
+
+def assert_calibration_coverage(
+    *, min_per_class: int, classes: Iterable[int] | None = None, engine: Engine | None = None
+) -> None:
+    __tracebackhide__ = True
+    current_engine(engine).assert_calibration_coverage(min_per_class=min_per_class, classes=classes)

@@ -24,12 +24,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pytest_trt.errors import CacheCorrupt
+from pytest_trt.errors import CacheCorrupt, FolderUnusable
 from pytest_trt.fileio import write_bytes_atomic
 from pytest_trt.result import ARTIFACT_SCHEMA, BuildResult
 
 ENTRY_FILE = "entry.json"
 CACHE_SCHEMA = 1
+#: corrupt entries kept for inspection (newest first); older ones are deleted
+KEEP_CORRUPT = 5
 
 
 def cache_key(
@@ -48,6 +50,16 @@ def cache_key(
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True
+
+
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -63,17 +75,43 @@ class EngineCache:
     def entry_dir(self, key: str) -> Path:
         return self.root / key[:2] / key
 
+    def check_folder(self) -> None:
+        """Raise FolderUnusable when the cache root exists but is not a folder."""
+        if self.root.exists() and not self.root.is_dir():
+            raise FolderUnusable(
+                f"engine cache {self.root} is a file, not a folder: remove or rename it, or point "
+                "--trt-cache-dir / trt_cache_dir at a folder",
+                path=self.root,
+            )
+
     def acquire(self, key: str, timeout: float = 3600.0) -> Any:
         """Take the exclusive per-key lock across processes (pytest-xdist workers); return it held.
 
-        Not thread-local: the thread that writes the entry releases it.
+        Not thread-local: the thread that writes the entry releases it.  Only writers lock:
+        entries appear by rename, so reading needs no lock (a read-only cache serves hits).
         """
-        from filelock import FileLock
+        from filelock import FileLock, Timeout
 
+        self.check_folder()
         lock_dir = self.root / "locks"
-        lock_dir.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(lock_dir / f"{key}.lock"), timeout=timeout, thread_local=False)
-        lock.acquire()
+        try:
+            lock_dir.mkdir(parents=True, exist_ok=True)
+            lock = FileLock(str(lock_dir / f"{key}.lock"), timeout=timeout, thread_local=False)
+            lock.acquire()
+        except Timeout:
+            raise CacheCorrupt(
+                f"engine cache {self.root}: could not lock key {key[:12]} within {timeout:.0f} s "
+                f"(another process is building it); if none is, remove {lock_dir / (key + '.lock')}",
+                path=self.root,
+            ) from None
+        except OSError as exc:
+            raise FolderUnusable(
+                f"engine cache {self.root} is not writable ({exc.strerror}: {exc.filename}): building an "
+                "engine needs a writable cache; point --trt-cache-dir / trt_cache_dir at a writable "
+                "folder, or run without --trt-engine-build/--trt-rebuild to use its engines read-only",
+                path=self.root,
+            ) from None
+        self.clean_stale()
         return lock
 
     @contextmanager
@@ -105,14 +143,59 @@ class EngineCache:
             ) from None
 
     def discard(self, key: str) -> Path | None:
-        """Move a (corrupt) entry aside so it is never used again; return where it went."""
+        """Move a corrupt entry aside so it is never used again; return where it went.
+
+        Only the newest KEEP_CORRUPT corrupt entries are kept for inspection.
+        """
         folder = self.entry_dir(key)
         if not folder.exists():
             return None
         target = self.root / "corrupt" / f"{key}-{int(time.time())}-{uuid.uuid4().hex[:6]}"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(folder, target)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(folder, target)
+        except OSError as exc:
+            raise FolderUnusable(
+                f"engine cache entry {folder} is corrupt and cannot be moved aside ({exc.strerror}); "
+                "the cache is read-only: rebuild it where it is writable",
+                path=folder,
+            ) from None
+        self._prune_corrupt()
         return target
+
+    def _prune_corrupt(self) -> None:
+        folder = self.root / "corrupt"
+        entries = sorted(folder.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True) if folder.is_dir() else []
+        for old in entries[KEEP_CORRUPT:]:
+            shutil.rmtree(old, ignore_errors=True)
+
+    def remove(self, key: str) -> None:
+        """Delete a healthy entry that is being replaced (``--trt-rebuild``): renamed away first, then deleted."""
+        folder = self.entry_dir(key)
+        if not folder.exists():
+            return
+        doomed = self.root / "tmp" / f"{key}.replaced.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+        doomed.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(folder, doomed)
+        shutil.rmtree(doomed, ignore_errors=True)
+
+    def clean_stale(self) -> list[Path]:
+        """Delete ``tmp/<key>.<pid>.<rand>`` folders whose writer process no longer exists; return them.
+
+        A writer killed mid-store leaves its folder behind; the pid in the name tells whether it
+        is still writing.  (Run under a per-key lock, by a process on the same host as the writers.)
+        """
+        removed: list[Path] = []
+        tmp = self.root / "tmp"
+        if not tmp.is_dir():
+            return removed
+        for folder in tmp.iterdir():
+            parts = folder.name.split(".")
+            pid = parts[-2] if len(parts) >= 3 else ""
+            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(folder)
+        return removed
 
     def store(self, key: str, result: BuildResult) -> Path:
         """Write ``result`` under ``key`` atomically; return the entry folder."""
@@ -124,7 +207,7 @@ class EngineCache:
             (tmp / ENTRY_FILE).write_text(json.dumps(entry, indent=2, sort_keys=True) + "\n", encoding="utf-8")
             final.parent.mkdir(parents=True, exist_ok=True)
             if final.exists():
-                self.discard(key)
+                self.remove(key)  # a healthy entry replaced by --trt-rebuild: nothing to keep
             os.replace(tmp, final)
         finally:
             if tmp.exists():

@@ -6,6 +6,8 @@ Commands::
     pytest-trt bundle show PATH
     pytest-trt bundle diff OLD NEW [--mask-tactics]
     pytest-trt log parse BUILD.LOG [--onnx MODEL]
+    pytest-trt log diff OLD.log NEW.log [--onnx MODEL] [--tactics]
+    pytest-trt upgrade-report OLD NEW [-o report.html]
     pytest-trt golden show FILE
 
 Every command takes ``--json`` (one JSON document on stdout).
@@ -28,6 +30,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from pytest_trt.upgrade import cli as upgrade_cli
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -193,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="exit codes: 0 ok; 1 verification failed or differences found; 2 usage error; 3 file error",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    groups = parser.add_subparsers(dest="group", required=True, metavar="{bundle,log,golden}")
+    groups = parser.add_subparsers(dest="group", required=True, metavar="{bundle,log,golden,upgrade-report}")
     bundle = groups.add_parser("bundle", help="verify, show and diff audit bundles").add_subparsers(
         dest="command", required=True, metavar="{verify,show,diff}")
     p = bundle.add_parser("verify", parents=[common], help="check manifest hashes, schema, member safety, signature")
@@ -209,16 +213,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mask-tactics", action="store_true", help="do not report tactic changes")
     p.set_defaults(func=cmd_bundle_diff)
     log = groups.add_parser("log", help="read TensorRT build logs").add_subparsers(
-        dest="command", required=True, metavar="{parse}")
+        dest="command", required=True, metavar="{parse,diff}")
     p = log.add_parser("parse", parents=[common], help="BuildRecord summary of a verbose build log (also trtexec)")
     p.add_argument("log", type=Path, metavar="BUILD.LOG")
     p.add_argument("--onnx", type=Path, metavar="MODEL", help="the ONNX model, for exact node origins")
     p.set_defaults(func=cmd_log_parse)
+    upgrade_cli.register_log_diff(log, common)
     golden = groups.add_parser("golden", help="inspect golden files").add_subparsers(
         dest="command", required=True, metavar="{show}")
     p = golden.add_parser("show", parents=[common], help="datasets, snapshots, provenance and approvals")
     p.add_argument("file", type=Path, metavar="FILE")
     p.set_defaults(func=cmd_golden_show)
+    from pytest_trt.calibration.cli import add_calib_commands
+
+    add_calib_commands(groups, common)
+    upgrade_cli.register_upgrade(groups, common)
     return parser
 
 
@@ -232,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BundleIntegrityError as exc:
         print(f"pytest-trt: verification failed: {exc.message}", file=sys.stderr)
         return EXIT_FAILED
-    except _FileProblem as exc:
+    except (_FileProblem, upgrade_cli.UpgradeInputError) as exc:
         print(f"pytest-trt: {exc}", file=sys.stderr)
         return EXIT_FILE
     except BrokenPipeError:  # `pytest-trt bundle show X | head`

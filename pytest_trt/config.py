@@ -42,6 +42,10 @@ MEMORY_POOLS = {
 }
 
 CALIBRATION_ALGORITHMS = ("entropy", "entropy2", "minmax", "legacy", "percentile", "distribution")
+#: TensorRT <= 10 calibrator classes (implicit INT8), by algorithm name.
+IMPLICIT_CALIBRATORS = ("entropy2", "entropy", "minmax", "legacy")
+#: Explicit Q/DQ quantization methods (TensorRT-RTX, TensorRT 11, ONNX Runtime).
+EXPLICIT_METHODS = ("minmax", "entropy", "percentile", "distribution")
 
 _FLAG_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _COMPUTE_CAPABILITY = re.compile(r"^SM\d{2,3}$")
@@ -151,33 +155,128 @@ class Profile:
 
 @dataclass(frozen=True)
 class Calibration:
-    """INT8 calibration settings (implicit calibration, TensorRT <= 10).
+    """INT8 calibration, pinned: algorithm, data, batching, cache.
 
-    ``algorithm`` names the calibrator (entropy2, minmax, ...); ``data`` is a
-    glob of ``.npy`` batches; ``cache`` the calibration cache path.  The
-    calibration issue gives this its behaviour; the foundation only validates
-    and hashes it.
+    ``algorithm``: ``entropy2``, ``entropy``, ``minmax``, ``legacy`` name the
+    TensorRT <= 10 calibrators (implicit INT8); ``minmax``, ``entropy``,
+    ``percentile``, ``distribution`` the explicit Q/DQ quantization that
+    TensorRT-RTX, TensorRT 11 and ONNX Runtime build (ranges computed the way
+    TensorRT's calibrators compute them, see :mod:`pytest_trt.calibration`).
+
+    ``data``: a glob of ``.npy``/``.npz`` files (relative to the working
+    directory, or to the TOML file), a ``GoldenDataset``, an HDF5 file
+    (``.h5``/``.hdf5``) or a callable returning an iterable of batches
+    (``{input name: array}``).  A ``labels`` array (npz key, HDF5 dataset,
+    GoldenDataset labels) is counted per class, never fed.
+    ``num_batches``: use only the first N batches (None: all).
+    ``percentile``: for ``percentile`` only (default 99.999).
+    ``per_channel``: per-output-channel weight scales (explicit quantization).
+    ``cache``: TensorRT-format calibration cache path (read when it exists
+    and was written by the same algorithm, written otherwise).
+    ``cache_sha256``: pins that cache's bytes; a mismatch fails the build.
+
+    The config hash covers every field and the calibration data's digest,
+    not the data or cache *paths* (moving a repository keeps its pins).
     """
 
     algorithm: str = "entropy2"
-    data: str | None = None
-    cache: str | None = None
+    data: Any = None
+    cache: str | Path | None = None
     batch_size: int = 1
+    num_batches: int | None = None
+    percentile: float | None = None
+    per_channel: bool = False
+    cache_sha256: str | None = None
+    _digest: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        def bad(name: str, why: str) -> ConfigError:
+            return ConfigError(f"Calibration.{name}: {why}", field=f"calibration.{name}")
+
         if self.algorithm not in CALIBRATION_ALGORITHMS:
-            raise ConfigError(
-                f"Calibration.algorithm {self.algorithm!r} is unknown; "
-                f"choose one of {', '.join(CALIBRATION_ALGORITHMS)}",
-                field="calibration",
-            )
-        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise ConfigError(
-                f"Calibration.batch_size must be a positive int, got {self.batch_size!r}", field="calibration"
-            )
+            raise ConfigError(f"Calibration.algorithm {self.algorithm!r} is unknown; choose one of "
+                              f"{', '.join(CALIBRATION_ALGORITHMS)}", field="calibration.algorithm")
+        for name in ("batch_size", "num_batches"):
+            v = getattr(self, name)
+            if v is None and name == "num_batches":
+                continue
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise bad(name, f"must be a positive int, got {v!r}")
+        if self.percentile is not None:
+            if self.algorithm != "percentile":
+                raise bad("percentile", f"applies only to algorithm='percentile', not {self.algorithm!r}; remove it")
+            if isinstance(self.percentile, bool) or not isinstance(self.percentile, (int, float)) or not (
+                50.0 < float(self.percentile) <= 100.0
+            ):
+                raise bad("percentile", f"must be a number in (50, 100], like 99.99, got {self.percentile!r}")
+            object.__setattr__(self, "percentile", float(self.percentile))
+        if not isinstance(self.per_channel, bool):
+            raise bad("per_channel", f"must be True or False, got {self.per_channel!r}")
+        if self.per_channel and self.algorithm in IMPLICIT_CALIBRATORS and self.algorithm not in EXPLICIT_METHODS:
+            raise bad("per_channel", f"applies to explicit Q/DQ quantization, not to the {self.algorithm} calibrator")
+        if self.cache is not None:
+            if not isinstance(self.cache, (str, Path)) or not str(self.cache):
+                raise bad("cache", f"must be a file path, got {self.cache!r}")
+            object.__setattr__(self, "cache", Path(self.cache))
+        if self.cache_sha256 is not None:
+            if not isinstance(self.cache_sha256, str) or not re.fullmatch(r"[0-9a-f]{64}", self.cache_sha256):
+                raise bad("cache_sha256", f"must be 64 lowercase hex digits (sha256sum of the cache), got "
+                          f"{self.cache_sha256!r}")
+            if self.cache is None:
+                raise bad("cache_sha256", "pins a cache file, so give cache= too")
+        data = self.data
+        if data is None:
+            return
+        if isinstance(data, Path):
+            object.__setattr__(self, "data", str(data))
+        elif not isinstance(data, str) and not callable(data) and not hasattr(data, "digest"):
+            raise bad("data", f"expected a glob of .npy/.npz files, an HDF5 path, a GoldenDataset or a callable "
+                      f"returning batches, got {type(data).__name__}")
+        if isinstance(self.data, str) and not self.data:
+            raise bad("data", "is an empty path; give a glob like 'calib/*.npy'")
+
+    @property
+    def explicit(self) -> bool:
+        """Whether the algorithm names an explicit (Q/DQ) method rather than only a TensorRT calibrator."""
+        return self.algorithm in EXPLICIT_METHODS
+
+    def describe_data(self) -> str | None:
+        data = self.data
+        if data is None or isinstance(data, str):
+            return data
+        if callable(data):
+            return f"callable {getattr(data, '__module__', '?')}.{getattr(data, '__qualname__', type(data).__name__)}"
+        return f"{type(data).__name__} ({getattr(data, 'n', '?')} samples)"
+
+    def data_sha256(self) -> str | None:
+        """Digest of the calibration samples (computed once per Calibration; None without data)."""
+        if self.data is None:
+            return None
+        if not self._digest:
+            from pytest_trt.calibration.data import data_digest
+
+            self._digest.append(data_digest(self))
+        return self._digest[0]
 
     def to_json(self) -> dict[str, Any]:
-        return {"algorithm": self.algorithm, "data": self.data, "cache": self.cache, "batch_size": self.batch_size}
+        return {
+            "algorithm": self.algorithm,
+            "data": self.describe_data(),
+            "data_sha256": self.data_sha256(),
+            "cache": str(self.cache) if self.cache is not None else None,
+            "cache_sha256": self.cache_sha256,
+            "batch_size": self.batch_size,
+            "num_batches": self.num_batches,
+            "percentile": self.percentile,
+            "per_channel": self.per_channel,
+        }
+
+    def canonical(self) -> dict[str, Any]:
+        """:meth:`to_json` without the paths: the samples enter by digest, the cache by whether there is one."""
+        data = self.to_json()
+        data["data"] = None if isinstance(self.data, str) else data["data"]
+        data["cache"] = self.cache is not None
+        return data
 
 
 @dataclass(frozen=True)
@@ -220,6 +319,31 @@ class OrtOptions:
             "inter_op_threads": self.inter_op_threads,
             "deterministic": self.deterministic,
         }
+
+
+def _from_table(kind: type[Any], table: Mapping[str, Any], label: str) -> Any:
+    """``kind(**table)`` with unknown keys and wrong value types named (not a raw TypeError)."""
+    known = {f.name for f in fields(kind) if f.init}
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise ConfigError(
+            f"unknown key(s) {', '.join(unknown)} under {label}; known: {', '.join(sorted(known))}", field=label
+        )
+    try:
+        return kind(**table)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{label}: {exc}", field=label) from None
+
+
+def _calibration_from_mapping(data: Mapping[str, Any], base_dir: Path | None) -> Calibration:
+    kwargs = dict(data)
+    for key in ("data", "cache"):
+        if isinstance(kwargs.get(key), str) and base_dir is not None:
+            kwargs[key] = str(base_dir / kwargs[key])
+    result: Calibration = _from_table(Calibration, kwargs, "calibration")
+    return result
 
 
 #: sha256 of files already hashed, by (path, size, mtime, ctime, inode): a cache key and a golden
@@ -388,6 +512,8 @@ class BuildConfig:
         data = self.to_json()
         data.pop("onnx")
         data["timing_cache"] = self.timing_cache is not None
+        if self.calibration is not None:
+            data["calibration"] = self.calibration.canonical()
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
     @property
@@ -427,14 +553,23 @@ class BuildConfig:
         profiles = kwargs.get("profiles", [])
         if isinstance(profiles, Mapping):
             profiles = [profiles]
+        if not isinstance(profiles, (list, tuple)) or not all(isinstance(p, Mapping) for p in profiles):
+            raise ConfigError(
+                f"profiles must be a table or a list of tables like {{input = [[1, 3, 224, 224], "
+                f"[8, 3, 224, 224], [32, 3, 224, 224]]}}, got {profiles!r}",
+                field="profiles",
+            )
         kwargs["profiles"] = tuple(Profile(dict(p)) for p in profiles)
         if isinstance(kwargs.get("calibration"), Mapping):
-            kwargs["calibration"] = Calibration(**kwargs["calibration"])
+            try:
+                kwargs["calibration"] = _calibration_from_mapping(kwargs["calibration"], base_dir)
+            except ConfigError as exc:
+                raise ConfigError(f"BuildConfig {kwargs['name']!r}: {exc.message}", field=exc.field) from None
         if isinstance(kwargs.get("ort"), Mapping):
             ort = dict(kwargs["ort"])
-            if "execution_providers" in ort:
+            if isinstance(ort.get("execution_providers"), (list, tuple)):
                 ort["execution_providers"] = tuple(ort["execution_providers"])
-            kwargs["ort"] = OrtOptions(**ort)
+            kwargs["ort"] = _from_table(OrtOptions, ort, "ort")
         for key in ("flags", "compute_capabilities"):
             if key in kwargs:
                 kwargs[key] = tuple(kwargs[key]) if not isinstance(kwargs[key], str) else (kwargs[key],)
@@ -464,7 +599,17 @@ class BuildConfig:
             )
         data = dict(tables[name])
         data.setdefault("name", name)
-        return cls.from_mapping(data, base_dir=path.parent)
+        try:
+            return cls.from_mapping(data, base_dir=path.parent)
+        except ConfigError as exc:
+            raise ConfigError(
+                f"{path} [configs.{name}]: {exc.message}", field=exc.field, toml=str(path), config=name
+            ) from None
+        except (TypeError, ValueError) as exc:  # a value of the wrong type that no check above names
+            raise ConfigError(
+                f"{path} [configs.{name}]: {exc}; check the types of its values against BuildConfig",
+                field="name", toml=str(path), config=name,
+            ) from None
 
     def replace(self, **changes: Any) -> BuildConfig:
         """A copy with ``changes`` applied (and validated again)."""

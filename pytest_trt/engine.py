@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from pytest_trt.buildlog.record import BuildRecord
     from pytest_trt.config import BuildConfig
     from pytest_trt.result import BuildResult
+    from pytest_trt.timing import BenchmarkResult
 
 
 class Engine:
@@ -90,6 +91,66 @@ class Engine:
 
         return reference_runner(self.config)
 
+    def assert_matches_reference(
+        self,
+        inputs: Mapping[str, Any],
+        *,
+        rtol: float = 1e-4,
+        atol: float = 1e-4,
+        cosine: float | None = None,
+        reference: str | Path | None = None,
+    ) -> None:
+        """The engine's outputs for ``inputs`` match the reference runner's (ONNX Runtime, optimizations off).
+
+        Per output ``|engine - reference| <= atol + rtol * |reference|``
+        element-wise, and a cosine similarity >= ``cosine`` when given.  The
+        failure shows the shape, max abs/rel error, the worst element's index
+        and the tolerance that would have passed.  ``reference``: another ONNX
+        file to take as the reference (default: the config's own).  Meant for
+        hypothesis: ``@given(engine_inputs(engine))``.
+        """
+        __tracebackhide__ = True
+        from pytest_trt.differential import compare_outputs, render_failure
+
+        runner = self._reference_for(reference)
+        got = self.run(inputs)
+        want = runner.run(inputs)
+        diffs = compare_outputs(got, want, rtol=rtol, atol=atol, cosine=cosine)
+        if not all(d.passed for d in diffs):
+            raise AssertionError(render_failure(self.label, diffs, inputs, rtol=rtol, atol=atol, cosine=cosine))
+
+    def _reference_for(self, reference: str | Path | None) -> Runner:
+        from pytest_trt.backends.reference import reference_runner
+
+        key = str(reference) if reference is not None else ""
+        cache: dict[str, Runner] = self.__dict__.setdefault("_references", {})
+        if key not in cache:
+            config = self.config if reference is None else self.config.replace(onnx=Path(reference))
+            cache[key] = reference_runner(config)
+        return cache[key]
+
+    def benchmark(
+        self,
+        inputs: Mapping[str, Any],
+        *,
+        warmup: int = 10,
+        iterations: int = 50,
+        min_time: float = 0.0,
+        rounds: int = 1,
+    ) -> BenchmarkResult:
+        """Time ``Engine.run(inputs)``: CUDA events on a GPU runner, a monotonic clock otherwise.
+
+        ``warmup`` untimed runs, then at least ``iterations`` timed runs and
+        at least ``min_time`` seconds, in ``rounds`` rounds (the drift check
+        compares per-round statistics).  Returns latency median/p90/p99 in ms,
+        throughput in samples/s (axis 0 of the inputs) and the spread; on
+        the CPU clock also the CPU time of each run.
+        """
+        from pytest_trt.timing import benchmark
+
+        return benchmark(self.run, self.runner, inputs, warmup=warmup, iterations=iterations, min_time=min_time,
+                         rounds=rounds, device=self.result.device)
+
     # -- assertions on the build record --------------------------------
     def assert_fused(self, *nodes: str) -> None:
         """All ``nodes`` are implemented by one engine layer."""
@@ -129,3 +190,34 @@ class Engine:
         from pytest_trt.buildlog import assertions
 
         assertions.assert_no_warning(self.record, pattern, label=self.label)
+
+    # -- INT8 calibration (definitions in pytest_trt.buildlog.calibration_assertions) ------
+    def assert_calibration(self, algorithm: str) -> None:
+        """Calibrated with ``algorithm`` by every piece of evidence (quantizer or calibrator, cache header, log)."""
+        __tracebackhide__ = True
+        from pytest_trt.buildlog import calibration_assertions
+
+        calibration_assertions.assert_calibration(self.record, algorithm, label=self.label)
+
+    def assert_dynamic_range(self, tensor: str, *, max_abs: float | None = None, min_abs: float | None = None) -> None:
+        """The calibrated amax of ``tensor`` (name or glob) is within ``min_abs`` .. ``max_abs``."""
+        __tracebackhide__ = True
+        from pytest_trt.buildlog import calibration_assertions
+
+        calibration_assertions.assert_dynamic_range(self.record, tensor, max_abs=max_abs, min_abs=min_abs,
+                                                    label=self.label)
+
+    def assert_int8(self, *nodes: str) -> None:
+        """Each ONNX node is implemented by a layer reading or writing INT8."""
+        __tracebackhide__ = True
+        from pytest_trt.buildlog import calibration_assertions
+
+        calibration_assertions.assert_int8(self.record, *nodes, label=self.label)
+
+    def assert_calibration_coverage(self, *, min_per_class: int, classes: Iterable[int] | None = None) -> None:
+        """Each class (default: each calibration label; e.g. ``golden.labels``) has ``min_per_class`` samples."""
+        __tracebackhide__ = True
+        from pytest_trt.buildlog import calibration_assertions
+
+        calibration_assertions.assert_calibration_coverage(self.record, min_per_class=min_per_class, classes=classes,
+                                                           label=self.label)

@@ -85,6 +85,14 @@ class CacheCorrupt(TrtError):
     """A cache entry failed its integrity check (it is rebuilt, never used)."""
 
 
+class FolderUnusable(TrtError):
+    """A folder pytest-trt reads or writes (cache, goldens, bundles) is a file, read-only or missing."""
+
+    def __init__(self, message: str, *, path: Path | str, **context: Any) -> None:
+        super().__init__(message, path=str(path), **context)
+        self.path = Path(path)
+
+
 class GoldenError(TrtError):
     """Base class of golden-snapshot problems."""
 

@@ -19,3 +19,5 @@ ITEM_ENGINES: pytest.StashKey[list[Engine]] = pytest.StashKey()
 #: ``config_hash`` (the engine's) and ``verdict`` ("pass", "updated", "fail", "missing",
 #: "tainted"); the rest is JSON-able and goes into the bundle's golden.json.
 GOLDEN_VERDICTS: pytest.StashKey[list[Mapping[str, Any]]] = pytest.StashKey()
+#: item.stash: the BuildFailed of the test's engine, for the build-failure note an upgrade report reads
+BUILD_FAILED: pytest.StashKey[Exception] = pytest.StashKey()

@@ -11,6 +11,9 @@ BACKEND = "--trt-backend"
 REBUILD = "--trt-rebuild"
 CACHE_DIR = "--trt-cache-dir"
 
+#: options that take a path: in ``--opt VALUE`` form pytest may count VALUE when choosing the rootdir
+PATH_OPTIONS = (CACHE_DIR, "--trt-golden-dir", "--trt-bundle-dir", "--trt-sign-key", "--trt-pins")
+
 INI_ENGINE_BUILD = "trt_engine_build"
 INI_BACKEND = "trt_backend"
 INI_CACHE_DIR = "trt_cache_dir"
@@ -58,3 +61,7 @@ class Options:
             rebuild=bool(config.getoption("trt_rebuild")),
             cache_dir=cache_dir,
         )
+
+#: one GPU per pytest-xdist worker (pytest_trt.devices)
+DEVICES = "--trt-devices"
+INI_DEVICES = "trt_devices"

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_trt import options as opt
 from pytest_trt.errors import TrtError
-from pytest_trt.keys import ITEM_ENGINES, PROVIDER
+from pytest_trt.keys import BUILD_FAILED, ITEM_ENGINES, PROVIDER
 
 if TYPE_CHECKING:
     from pytest_trt.config import BuildConfig
@@ -21,7 +21,12 @@ if TYPE_CHECKING:
     from pytest_trt.session import EngineProvider
 
 #: hook modules of the golden and audit features (each imports nothing heavy at load)
-pytest_plugins = ["pytest_trt.golden.pytest_hooks", "pytest_trt.audit.pytest_hooks"]
+pytest_plugins = [
+    "pytest_trt.golden.pytest_hooks",
+    "pytest_trt.audit.pytest_hooks",
+    "pytest_trt.collect_errors",
+    "pytest_trt.devices_hooks",
+]
 
 _WORKER_ROWS = pytest.StashKey[list[dict[str, Any]]]()
 
@@ -65,6 +70,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_trt.session import EngineProvider
 
     options = opt.Options.from_pytest(config)
+    _warn_if_rootdir_moved(config)
     if options.rebuild and not options.engine_build:
         raise pytest.UsageError(f"{opt.REBUILD} rebuilds engines and so needs {opt.ENGINE_BUILD} too")
     try:
@@ -93,6 +99,17 @@ def pytest_configure(config: pytest.Config) -> None:
         build_flag=opt.ENGINE_BUILD,
         on_progress=progress,
     )
+
+
+def _warn_if_rootdir_moved(config: pytest.Config) -> None:
+    from pytest_trt.invocation import rootdir_moved_by, rootdir_warning
+
+    pairs = rootdir_moved_by(
+        list(config.invocation_params.args), path_options=opt.PATH_OPTIONS, inipath=config.inipath,
+        invocation_dir=config.invocation_params.dir,
+    )
+    if pairs:
+        config.issue_config_time_warning(pytest.PytestConfigWarning(rootdir_warning(pairs, config.rootpath)), 2)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -158,6 +175,7 @@ def _provide(request: pytest.FixtureRequest, config: BuildConfig) -> Engine:
         failure: str | None = None
     except TrtError as exc:
         skip, failure = None, str(exc)
+        request.node.stash[BUILD_FAILED] = exc  # read by the audit hooks (a "could not build" note)
     else:
         skip = failure = None
     # outside the except blocks, so the report shows the message, not a chained traceback

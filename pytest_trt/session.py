@@ -50,6 +50,9 @@ class EngineProvider:
         self.backend_name = backend_name
         self.why = why
         self.cache = EngineCache(cache_dir)
+        from pytest_trt.calibration.store import set_store_root
+
+        set_store_root(Path(cache_dir) / "calibration")  # explicit INT8 calibrations, stored with the engines
         self.build_enabled = build
         self.rebuild = rebuild
         self.build_flag = build_flag
@@ -92,12 +95,33 @@ class EngineProvider:
         key = self.key_for(config)
         if key in self._by_key:
             return self._by_key[key]
+        self.cache.check_folder()
+        if not self.rebuild:
+            # no lock to read: entries appear by rename, so a read-only (shared CI) cache serves hits
+            try:
+                result = self.cache.load(key)
+            except CacheCorrupt as exc:
+                if not self.build_enabled:
+                    raise EngineNotBuilt(
+                        f"{exc.message.removesuffix('; it will be rebuilt')}; run pytest with {self.build_flag} "
+                        "to rebuild it",
+                        config_name=config.name,
+                    ) from None
+                result = None
+            if result is not None:
+                return self._cached(key, config, result)
+        if not self.build_enabled:
+            raise EngineNotBuilt(
+                f"engine {config.name!r} ({backend.name}) is not in the cache {self.cache.root}; "
+                f"run pytest with {self.build_flag} to build it",
+                config_name=config.name,
+            )
         lock = self.cache.acquire(key)
         handed_off = False
         try:
             status = "built"
             result = None
-            if not self.rebuild:
+            if not self.rebuild:  # another worker may have built it while we waited for the lock
                 try:
                     result = self.cache.load(key)
                 except CacheCorrupt as exc:
@@ -105,15 +129,7 @@ class EngineProvider:
                     self._progress(f"{exc.message} (moved to {moved})")
                     status = "rebuilt-corrupt"
             if result is not None:
-                engine = Engine(config, result, backend, artifact_dir=self.cache.entry_dir(key), cached=True)
-                self._remember(key, engine, "cached")
-                return engine
-            if not self.build_enabled:
-                raise EngineNotBuilt(
-                    f"engine {config.name!r} ({backend.name}) is not in the cache {self.cache.root}; "
-                    f"run pytest with {self.build_flag} to build it",
-                    config_name=config.name,
-                )
+                return self._cached(key, config, result)
             self._progress(f"building engine {config.name!r} with {backend.name} {backend.version()} ...")
             try:
                 result = backend.build(config)
@@ -134,6 +150,13 @@ class EngineProvider:
         engine = Engine(config, result, backend, artifact_dir=self.cache.entry_dir(key), cached=False)
         self._remember(key, engine, status)
         self._progress(f"built engine {config.name!r} in {result.durations.get('build', 0.0):.2f} s")
+        return engine
+
+    def _cached(self, key: str, config: BuildConfig, result: BuildResult) -> Engine:
+        from pytest_trt.engine import Engine
+
+        engine = Engine(config, result, self.backend, artifact_dir=self.cache.entry_dir(key), cached=True)
+        self._remember(key, engine, "cached")
         return engine
 
     def _store(self, key: str, result: BuildResult, lock: Any) -> None:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_trt.audit.archive import gzip_bytes, write_tar_gz
 from pytest_trt.audit.manifest import MANIFEST, render_manifest, sha256_hex
+from pytest_trt.audit.schema import normalized_effective
 from pytest_trt.audit.sign import SIGNATURE, sign_manifest
 from pytest_trt.fileio import write_atomic
 
@@ -144,7 +145,7 @@ def bundle_members(
     members[CONFIG] = canonical_json(
         {
             "pinned": result.config,
-            "effective": result.effective_config,
+            "effective": normalized_effective(result.effective_config),
             "config_hash": result.config_hash,
             "onnx_sha256": result.onnx_sha256,
         }

@@ -41,6 +41,8 @@ class Change:
 
 
 def _short(value: Any) -> str:
+    if isinstance(value, float):  # rounded for display only; to_dict keeps every digit
+        return f"{value:.6g}"
     text = "absent" if value is None else json.dumps(value, sort_keys=True) if not isinstance(value, str) else value
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -80,12 +82,13 @@ class BundleDiff:
     packages: tuple[Change, ...]
     record: Any = None  # a RecordDiff, or None when a record is missing
     notes: tuple[str, ...] = ()
+    golden: tuple[Change, ...] = ()  # golden verdict per test id, old -> new (pytest_trt.upgrade)
     durations: dict[str, Any] = field(default_factory=dict)
 
     @property
     def is_empty(self) -> bool:
         record_empty = self.record is None or bool(self.record.is_empty)
-        return not (self.config or self.build or self.environment or self.packages) and record_empty
+        return not (self.config or self.build or self.environment or self.packages or self.golden) and record_empty
 
     def to_dict(self) -> dict[str, Any]:
         def rows(cs: tuple[Change, ...]) -> list[dict[str, Any]]:
@@ -99,6 +102,7 @@ class BundleDiff:
             "build": rows(self.build),
             "environment": rows(self.environment),
             "packages": rows(self.packages),
+            "golden": rows(self.golden),
             "record": self.record.to_dict() if self.record is not None else None,
             "durations": self.durations,
             "notes": list(self.notes),
@@ -111,6 +115,7 @@ class BundleDiff:
             ("build", self.build),
             ("environment", self.environment),
             ("packages", self.packages),
+            ("golden verdicts", self.golden),
         ):
             if cs:
                 out.append(f"{title}: {len(cs)} difference{'s' if len(cs) != 1 else ''}")
@@ -123,7 +128,7 @@ class BundleDiff:
         out += [f"note: {n}" for n in self.notes]
         if self.durations:
             out.append("build seconds (information only): " + ", ".join(
-                f"{k} {v[0]} -> {v[1]}" for k, v in sorted(self.durations.items())))
+                f"{k} {_short(v[0])} -> {_short(v[1])}" for k, v in sorted(self.durations.items())))
         if self.is_empty:
             out.append("no differences")
         return "\n".join(out)
@@ -160,4 +165,10 @@ def diff_bundles(old: VerifiedBundle, new: VerifiedBundle, *, mask_tactics: bool
         record=record,
         notes=tuple(notes),
         durations=durations,
+        golden=changes(_verdicts(old.golden), _verdicts(new.golden)),
     )
+
+
+def _verdicts(golden: Mapping[str, Any] | None) -> dict[str, Any]:
+    """test id -> verdict; the stored figures are compared by ``pytest-trt upgrade-report``, not here."""
+    return {test: v.get("verdict") for test, v in (golden or {}).items()}

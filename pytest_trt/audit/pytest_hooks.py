@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_trt.keys import GOLDEN_VERDICTS, ITEM_ENGINES, PROVIDER
+from pytest_trt.keys import BUILD_FAILED, GOLDEN_VERDICTS, ITEM_ENGINES, PROVIDER
 
 if TYPE_CHECKING:
     from pytest_trt.audit.recorder import BundleRecorder, EngineAudit
@@ -148,10 +148,24 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if call.when in ("call", "teardown") and not item.stash.get(_DONE, False):
         item.stash[_DONE] = True
         audits = _audit_item(item, call.when)
+    failed = item.stash.get(BUILD_FAILED, None)
+    if failed is not None and call.when == "setup":
+        _note_build_failure(item, failed)
     report = yield
     if audits:
         _html_extras(item.config, report, audits)
     return report
+
+
+def _note_build_failure(item: pytest.Item, exc: BaseException) -> None:
+    """A failed build leaves a note in the bundle folder (pytest_trt.upgrade.failures): "could not build"."""
+    if type(exc).__name__ != "BuildFailed":
+        return
+    from pytest_trt.upgrade.failures import note_build_failure
+
+    recorder = item.config.stash.get(RECORDER, None)
+    if recorder is not None:
+        note_build_failure(item, exc, folder=recorder.settings.bundle_dir, backend=recorder.backend)
 
 
 def _html_extras(config: pytest.Config, report: pytest.TestReport, audits: list[EngineAudit]) -> None:

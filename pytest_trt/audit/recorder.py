@@ -152,6 +152,9 @@ class BundleRecorder:
 
 
 def _calibration_cache(engine: Engine) -> bytes | None:
+    written = (engine.result.extra or {}).get("calibration_cache")  # explicit quantization: the cache it made
+    if isinstance(written, str):
+        return written.encode("utf-8")
     calib = getattr(engine.config, "calibration", None)
     path = getattr(calib, "cache", None)
     if path and Path(path).is_file():

@@ -1,5 +1,7 @@
-"""Device buffers and streams through cuda-python's runtime bindings.
+"""Device buffers, pinned host buffers, streams and events through cuda-python's runtime bindings.
 
+One of the two implementations of :class:`pytest_trt.backends.cudaapi.CudaApi`
+(the other, :mod:`pytest_trt.backends.cuda_pycuda`, uses pycuda).
 Only the GPU runner imports this.  cuda-python moved its runtime module from
 ``cuda.cudart`` to ``cuda.bindings.runtime`` in 12.6; both are accepted.
 Every call's error code is checked: a failed copy must never yield stale data.
@@ -7,6 +9,7 @@ Every call's error code is checked: a failed copy must never yield stale data.
 
 from __future__ import annotations
 
+import ctypes
 from types import ModuleType
 from typing import Any
 
@@ -93,3 +96,90 @@ class DeviceBuffer:
             self.free()
         except Exception:
             pass
+
+
+class PinnedBuffer:
+    """Page-locked host memory (``cudaMallocHost``) that grows on demand; ``array()`` views it as numpy.
+
+    Copies between pinned memory and the device run truly asynchronously on
+    the stream; from pageable memory the driver stages them synchronously.
+    """
+
+    def __init__(self) -> None:
+        self.rt = cudart()
+        self.ptr = 0
+        self.nbytes = 0
+
+    def array(self, shape: tuple[int, ...], dtype: np.dtype[Any] | str) -> np.ndarray:
+        dt = np.dtype(dtype)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+        if nbytes > self.nbytes:
+            self.free()
+            self.ptr = int(check(self.rt.cudaMallocHost(max(nbytes, 1))))
+            self.nbytes = nbytes
+        raw = (ctypes.c_byte * max(nbytes, 1)).from_address(self.ptr)
+        flat: np.ndarray = np.frombuffer(memoryview(raw).cast("B"), dtype=dt, count=nbytes // dt.itemsize)
+        return flat.reshape(shape)
+
+    def free(self) -> None:
+        if self.ptr:
+            check(self.rt.cudaFreeHost(self.ptr))
+            self.ptr = 0
+            self.nbytes = 0
+
+    def __del__(self) -> None:
+        try:
+            self.free()
+        except Exception:
+            pass
+
+
+class Event:
+    def __init__(self) -> None:
+        self.rt = cudart()
+        self.handle = check(self.rt.cudaEventCreate())
+
+    def record(self, stream: Stream) -> None:
+        check(self.rt.cudaEventRecord(self.handle, stream.handle))
+
+    def synchronize(self) -> None:
+        check(self.rt.cudaEventSynchronize(self.handle))
+
+    def elapsed_ms(self, start: Event) -> float:
+        """Milliseconds from ``start`` to this event (both recorded; waits for this one)."""
+        self.synchronize()
+        return float(check(self.rt.cudaEventElapsedTime(start.handle, self.handle)))
+
+    def close(self) -> None:
+        if self.handle is not None:
+            check(self.rt.cudaEventDestroy(self.handle))
+            self.handle = None
+
+
+class CudaPythonApi:
+    """:class:`~pytest_trt.backends.cudaapi.CudaApi` over cuda-python's runtime API."""
+
+    name = "cuda-python"
+
+    def __init__(self, device: int = 0) -> None:
+        self.rt = cudart()
+        self.set_device(device)
+
+    def set_device(self, index: int) -> None:
+        check(self.rt.cudaSetDevice(index))
+        self.device = index
+
+    def device_count(self) -> int:
+        return int(check(self.rt.cudaGetDeviceCount()))
+
+    def stream(self) -> Stream:
+        return Stream()
+
+    def device_buffer(self, nbytes: int = 0) -> DeviceBuffer:
+        return DeviceBuffer(nbytes)
+
+    def host_buffer(self) -> PinnedBuffer:
+        return PinnedBuffer()
+
+    def event(self) -> Event:
+        return Event()

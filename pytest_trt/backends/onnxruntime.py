@@ -185,6 +185,8 @@ class OrtBackend:
         return {"kind": "cpu", **cpu_identity(), "providers": list(_options(config).execution_providers)}
 
     def validate(self, config: BuildConfig) -> None:
+        if config.calibration is not None:
+            config = _explicit(config)
         for fld in TENSORRT_ONLY:
             value = getattr(config, fld)
             if value is not None and not (isinstance(value, (tuple, list, Mapping)) and not value):
@@ -221,6 +223,13 @@ class OrtBackend:
 
     def build(self, config: BuildConfig) -> BuildResult:
         self.validate(config)
+        if config.calibration is not None:
+            from pytest_trt.calibration.building import build_explicit
+
+            return build_explicit(config, self._build_validated)
+        return self._build_validated(config)
+
+    def _build_validated(self, config: BuildConfig) -> BuildResult:
         ort = _ort()
         opts = _options(config)
         wall0, t0 = time.time(), time.perf_counter()
@@ -285,6 +294,7 @@ class OrtBackend:
         import onnx
 
         from pytest_trt.buildlog.onnxruntime import record_from_models
+        from pytest_trt.calibration.building import attach, built_onnx
 
         data = config.onnx.read_bytes()
         if hashlib.sha256(data).hexdigest() != result.onnx_sha256:
@@ -293,16 +303,32 @@ class OrtBackend:
                 f"BuildConfig {config.name!r}: {str(config.onnx)!r} is not the ONNX this engine was built from "
                 f"(sha256 differs from the build's onnx_sha256); rebuild the engine"
             )
-        original = onnx.load_from_string(data)
+        built = built_onnx(result, config)  # the Q/DQ model for a calibrated build: origins name its nodes
+        original = onnx.load_from_string(data if built == config.onnx else built.read_bytes())
         optimized = onnx.load_from_string(result.engine)
-        return record_from_models(
+        return attach(record_from_models(
             original, optimized, result.log, backend_version=result.versions.get("onnxruntime"),
             unparsed_lines=int(result.extra.get("log_unparsed_lines", 0)),
-        )
+        ), result)
 
     def runner(self, result: BuildResult, config: BuildConfig) -> OrtRunner:
         providers = result.effective_config.get("ort", {}).get("execution_providers")
         return OrtRunner(load_session(result.engine, _options(config), providers=providers))
+
+
+def _explicit(config: BuildConfig) -> BuildConfig:
+    """A calibrated config as ONNX Runtime runs it: the Q/DQ model (explicit quantization), typed precision."""
+    from pytest_trt.config import EXPLICIT_METHODS
+
+    calib = config.calibration
+    assert calib is not None
+    if calib.algorithm not in EXPLICIT_METHODS:
+        raise UnsupportedOption(
+            f"BuildConfig {config.name!r}: calibration.algorithm={calib.algorithm!r} names a TensorRT calibrator; "
+            f"ONNX Runtime quantizes with explicit Q/DQ nodes: choose one of {', '.join(EXPLICIT_METHODS)}",
+            backend=NAME, option="calibration.algorithm",
+        )
+    return config.replace(precision="typed", calibration=None)
 
 
 def _parse_log(text: str, wall0: float) -> tuple[tuple[LogEntry, ...], int]:

@@ -24,6 +24,7 @@ from pytest_trt.backends.trt_logger import capture_logger
 from pytest_trt.config import MEMORY_POOLS, BuildConfig
 from pytest_trt.errors import BuildFailed, EngineNotRunnable, UnsupportedOption
 from pytest_trt.fileio import write_bytes_atomic
+from pytest_trt.onnx_limits import unsupported_reason
 from pytest_trt.result import BuildResult
 
 if TYPE_CHECKING:
@@ -81,6 +82,10 @@ class TensorRTBackend:
         def refuse(option: str, why: str) -> UnsupportedOption:
             return UnsupportedOption(f"BuildConfig {config.name!r}: {option}: {why}", backend=self.name, option=option)
 
+        if config.calibration is not None:
+            from pytest_trt.calibration.planning import check_calibration
+
+            config = check_calibration(config, f, product, refuse)
         if config.ort is not None:
             raise refuse(
                 "ort", f"ONNX Runtime options do not apply to {product}; drop `ort=` or use --trt-backend onnxruntime"
@@ -128,23 +133,28 @@ class TensorRTBackend:
                 )
                 raise refuse(f"compute_capabilities[{cc!r}]", f"{product} {why}")
         level = config.hardware_compatibility_level
-        if level is not None and level not in f.hardware_compatibility_levels:
+        if level is not None and level != "NONE" and f.is_rtx:
+            raise refuse(
+                "hardware_compatibility_level",
+                f"{product} has no hardware-compatibility setting (its API reports get/set as unsupported); "
+                "remove hardware_compatibility_level or set it to 'NONE'",
+            )
+        if level is not None and not f.is_rtx and level not in f.hardware_compatibility_levels:
             raise refuse(
                 "hardware_compatibility_level",
                 f"{product} knows {', '.join(f.hardware_compatibility_levels) or 'no levels'}, not {level!r}",
             )
-        if config.calibration is not None:
-            if not f.calibrators_usable:
-                raise refuse(
-                    "calibration",
-                    f"{product} has no INT8 calibrators (implicit quantization was removed): quantize the ONNX "
-                    "with explicit Q/DQ nodes (ONNX Runtime quantize_static) and use precision='typed'",
-                )
-            raise refuse("calibration", "implicit INT8 calibration is not implemented in this pytest-trt release")
 
     # -- build ---------------------------------------------------------
     def build(self, config: BuildConfig) -> BuildResult:
         self.validate(config)
+        if config.calibration is not None and not self.features.calibrators_usable:
+            from pytest_trt.calibration.building import build_explicit
+
+            return build_explicit(config, self._build_checked)
+        return self._build_checked(config)
+
+    def _build_checked(self, config: BuildConfig) -> BuildResult:
         trt = self.trt
         logger = capture_logger(trt)
         onnx_sha = config.onnx_sha256
@@ -169,6 +179,10 @@ class TensorRTBackend:
         if config.precision == "typed" and "STRONGLY_TYPED" in f.network_flags:
             flags |= 1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
         network = builder.create_network(flags)
+        product = "TensorRT-RTX" if f.is_rtx else "TensorRT"
+        too_new = unsupported_reason(config.onnx, module=f.module, version=f.version, product=product)
+        if too_new is not None:
+            raise BuildFailed(f"BuildConfig {config.name!r}: {too_new}", config_name=config.name, stage="parse")
         parser = trt.OnnxParser(network, logger)
         t0 = time.perf_counter()
         ok = parser.parse_from_file(str(config.onnx))
@@ -187,6 +201,11 @@ class TensorRTBackend:
         builder_config = builder.create_builder_config()
         profiles, timing_cache = apply_config(trt, f, builder, builder_config, network, config)
         effective = read_back(trt, f, builder_config, network, profiles, config)
+        if config.calibration is not None:  # implicit INT8 (TensorRT <= 10): a calibrator on the config
+            from pytest_trt.calibration.implicit import attach_calibrator
+
+            calibrator, effective["calibrator"] = attach_calibrator(  # noqa: F841 - alive during the build
+                trt, builder_config, config, profiles)
         t1 = time.perf_counter()
         serialized = builder.build_serialized_network(network, builder_config)
         build_s = time.perf_counter() - t1
@@ -198,6 +217,10 @@ class TensorRTBackend:
                 config_name=config.name,
                 stage="build",
             )
+        if config.calibration is not None:
+            from pytest_trt.calibration.implicit import check_pinned_cache
+
+            check_pinned_cache(config)
         if timing_cache is not None and config.timing_cache is not None:
             write_bytes_atomic(config.timing_cache, bytes(memoryview(builder_config.get_timing_cache().serialize())))
         return build_result(
@@ -238,8 +261,9 @@ class TensorRTBackend:
     # -- after the build -----------------------------------------------
     def record(self, result: BuildResult, config: BuildConfig) -> BuildRecord:
         from pytest_trt.buildlog import parse_result
+        from pytest_trt.calibration.building import attach, built_onnx
 
-        return parse_result(result, onnx=config.onnx)
+        return attach(parse_result(result, onnx=built_onnx(result, config)), result)
 
     def runner(self, result: BuildResult, config: BuildConfig) -> Runner:
         reason = self.not_runnable_reason()

@@ -88,7 +88,7 @@ def apply_config(
         bc.num_compute_capabilities = len(config.compute_capabilities)
         for i, cc in enumerate(config.compute_capabilities):
             bc.set_compute_capability(getattr(trt.ComputeCapability, cc), i)
-    if config.hardware_compatibility_level is not None:
+    if config.hardware_compatibility_level is not None and f.has_hardware_compatibility:
         bc.hardware_compatibility_level = getattr(trt.HardwareCompatibilityLevel, config.hardware_compatibility_level)
     profiles = []
     for p in config.profiles:
@@ -139,7 +139,7 @@ def read_back(trt: Any, f: Features, bc: Any, network: Any, profiles: list[Any],
         effective["compute_capabilities"] = sorted(
             _name(bc.get_compute_capability(i)) for i in range(bc.num_compute_capabilities)
         )
-    if hasattr(bc, "hardware_compatibility_level"):
+    if f.has_hardware_compatibility:  # never hasattr(): reading it on TensorRT-RTX logs warnings and errors
         effective["hardware_compatibility_level"] = _name(bc.hardware_compatibility_level)
     diffs = _differences(f, config, effective)
     if diffs:
@@ -171,7 +171,7 @@ def _differences(f: Features, config: BuildConfig, eff: dict[str, Any]) -> list[
             f"builder has {eff.get('compute_capabilities')}"
         )
     hw = config.hardware_compatibility_level
-    if hw is not None and eff.get("hardware_compatibility_level") != hw:
+    if hw is not None and f.has_hardware_compatibility and eff.get("hardware_compatibility_level") != hw:
         diffs.append(f"hardware_compatibility_level: asked {hw}, builder has {eff.get('hardware_compatibility_level')}")
     for k, p in enumerate(config.profiles):
         got = eff["profiles"][k]

@@ -83,6 +83,17 @@ class Features:
         return int(self.version.split(".")[0]) < 10
 
     @property
+    def has_hardware_compatibility(self) -> bool:
+        """Whether the builder config's hardware-compatibility level may be set or read.
+
+        TensorRT-RTX (1.4 to 1.7) still lists HardwareCompatibilityLevel, but every get or set
+        of ``IBuilderConfig.hardware_compatibility_level`` writes "get/setHardwareCompatibilityLevel()
+        is unsupported in TensorRT-RTX" (WARNING) and "Thread context has not been set!"
+        (INTERNAL_ERROR) into the build log: probing it would pollute the audit evidence.
+        """
+        return bool(self.hardware_compatibility_levels) and not self.is_rtx
+
+    @property
     def calibrators_usable(self) -> bool:
         # TensorRT-RTX 1.4 still exports IInt8EntropyCalibrator2, but refuses the INT8 flag.
         return self.has_calibrators and not self.strongly_typed_only

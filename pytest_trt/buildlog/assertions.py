@@ -13,6 +13,7 @@ import fnmatch
 import re
 from collections.abc import Iterable, Sequence
 
+from .events import event_groups, uses_events
 from .listings import canonical_dtype
 from .record import BuildRecord, Layer
 
@@ -45,7 +46,7 @@ def _match(known: tuple[str, ...], pattern: str) -> tuple[str, tuple[str, ...]]:
 def resolve_nodes(record: BuildRecord, pattern: str, *, label: str = "engine") -> tuple[str, ...]:
     """The ONNX node names of ``record`` that ``pattern`` matches; UnknownNodeError when none."""
     __tracebackhide__ = True
-    known = record.all_origins()
+    known = record.all_origins() or _event_nodes(record)
     how, hits = _match(known, pattern)
     if hits:
         return hits
@@ -57,10 +58,28 @@ def resolve_nodes(record: BuildRecord, pattern: str, *, label: str = "engine") -
         )
     close = difflib.get_close_matches(pattern.removeprefix("re:"), known, n=5, cutoff=0.4)
     lines = [f"{label}: no ONNX node matches {pattern!r} ({how} match against {len(known)} nodes)."]
+    if uses_events(record):
+        lines.append("This log has no layer listing: only the nodes named in its fusion events are known.")
     if close:
         lines.append("Closest names: " + ", ".join(repr(c) for c in close))
     lines.append("Use the ONNX node name (as in Netron), a glob like 'block1/*', or a regex like 're:block\\d+/relu6'.")
     raise UnknownNodeError("\n".join(lines), name=pattern, candidates=close)
+
+
+def _event_nodes(record: BuildRecord) -> tuple[str, ...]:
+    """Every node a fusion event names, for logs without a layer listing (TensorRT 7)."""
+    if not uses_events(record):
+        return ()
+    return tuple(dict.fromkeys(n for g in event_groups(record) for n in g))
+
+
+def _groups_holding_all(record: BuildRecord, groups: Sequence[tuple[str, ...]]) -> list[tuple[str, ...]]:
+    return [g for g in event_groups(record) if all(set(want) & set(g) for want in groups)]
+
+
+def _describe_groups(record: BuildRecord, found: Sequence[tuple[str, ...]]) -> str:
+    text = "\n".join(f"  fused by the log's fusion events: {' + '.join(g)}" for g in found[:MAX_LAYERS_SHOWN])
+    return (text or "  (none)") + f"\n  (the log has no layer listing; {len(record.fusion_events)} fusion events read)"
 
 
 def describe_layer(layer: Layer) -> str:
@@ -101,12 +120,15 @@ def assert_fused(record: BuildRecord, *nodes: str, label: str = "engine") -> Non
     __tracebackhide__ = True
     _need_two(nodes, "assert_fused")
     groups = [resolve_nodes(record, n, label=label) for n in nodes]
-    if _holding_all(record, groups):
+    events = uses_events(record)
+    if (_groups_holding_all(record, groups) if events else _holding_all(record, groups)):
         return
-    involved = _layers_with(record, [n for g in groups for n in g])
+    wanted = {n for g in groups for n in g}
+    shown = (_describe_groups(record, [g for g in event_groups(record) if wanted & set(g)]) if events
+             else _describe(_layers_with(record, wanted)))
     raise AssertionError(
         f"{label}: expected {', '.join(map(repr, nodes))} fused into one layer, but no layer holds all of them.\n"
-        f"Layers implementing them:\n{_describe(involved)}\n"
+        f"Layers implementing them:\n{shown}\n"
         "Next: check the fusion pass lines of the build log (record.fusion_events); if the split is acceptable "
         "for this TensorRT version, relax the test, otherwise pin the version that fused them."
     )
@@ -117,13 +139,18 @@ def assert_no_fusion(record: BuildRecord, *nodes: str, label: str = "engine") ->
     __tracebackhide__ = True
     _need_two(nodes, "assert_no_fusion")
     groups = [resolve_nodes(record, n, label=label) for n in nodes]
-    offenders = _holding_all(record, groups)
-    if not offenders:
+    if uses_events(record):
+        found = _groups_holding_all(record, groups)
+        count, shown = len(found), _describe_groups(record, found)
+    else:
+        offenders = _holding_all(record, groups)
+        count, shown = len(offenders), _describe(offenders)
+    if not count:
         return
     raise AssertionError(
         f"{label}: expected {', '.join(map(repr, nodes))} NOT to be fused, "
-        f"but {len(offenders)} layer(s) hold all of them:\n"
-        f"{_describe(offenders)}\n"
+        f"but {count} layer(s) hold all of them:\n"
+        f"{shown}\n"
         "Next: this fusion changes the numerics the model was approved with; re-validate accuracy and approve "
         "the new engine, or build with a TensorRT version / builder setting that keeps them apart."
     )
@@ -139,6 +166,12 @@ def assert_precision(record: BuildRecord, node: str, dtype: str, *, label: str =
     if want is None:
         raise ValueError(f"unknown dtype {dtype!r}; use one of fp32/float, fp16/half, bf16, int8, fp8, int32, int64")
     names = resolve_nodes(record, node, label=label)
+    if uses_events(record):
+        raise AssertionError(
+            f"{label}: {node!r} cannot be checked for {want}: the log has no layer listing (only fusion events), "
+            "so it states no per-layer precision.\nBuild with ProfilingVerbosity.DETAILED (trtexec "
+            "--profilingVerbosity=detailed --verbose) so the log carries the layer listing."
+        )
     layers = [layer for layer in _layers_with(record, names) if layer.kind == "compute"]
     wrong = [layer for layer in layers if layer.precision != want]
     if layers and not wrong:
@@ -203,3 +236,12 @@ def assert_no_warning(record: BuildRecord, pattern: str, *, label: str = "engine
         + (f"\n  ... and {len(hits) - 10} more" if len(hits) > 10 else "")
         + "\nNext: fix the cause in the model or config, or drop the assertion if the warning is accepted."
     )
+
+
+# calibration assertions live in their own module; re-exported so every record assertion is importable from here
+from .calibration_assertions import (  # noqa: E402, F401
+    assert_calibration,
+    assert_calibration_coverage,
+    assert_dynamic_range,
+    assert_int8,
+)

@@ -1,5 +1,9 @@
 """INT8 calibration evidence: the calibration cache file, and the calibration lines of a build log.
 
+Reading, writing (byte-identical round trip) and comparing caches, and the
+typed facts of a log's calibration lines, live here; producing ranges lives
+in :mod:`pytest_trt.calibration`.
+
 Cache format (TensorRT 6 .. 10; implicit-INT8 calibrators are gone in 11.x, NOTES §9)::
 
     TRT-8601-EntropyCalibration2        version tag (4 digits up to 8.x, 6 in 10.x) and algorithm
@@ -43,20 +47,41 @@ def _scale(value: str) -> float | None:
         return None
 
 
-def parse_calibration_cache(text: str) -> CalibrationCache:
-    """Parse the text of a cache; lines that are not ``name: value`` are counted, never fatal."""
+class CalibrationCacheError(LogParseError):
+    """A calibration cache is malformed (strict reading); ``line`` is the 1-based line number."""
+
+    def __init__(self, message: str, *, path: str, line: int) -> None:
+        super().__init__(message, path=path, line=line)
+        self.line = line
+
+
+def parse_calibration_cache(text: str, *, strict: bool = False, path: str = "<calibration cache>") -> CalibrationCache:
+    """Parse the text of a cache.
+
+    Lenient (default, for evidence from other tools): lines that are not ``name: value`` are counted, never
+    fatal.  ``strict=True`` (a cache a build will use): a bad header or line raises
+    :class:`CalibrationCacheError` naming the file and the line number.
+    """
     lines = text.splitlines()
     header = lines[0].strip() if lines else ""
     m = _HEADER_RE.match(header)
+    if strict and m is None:
+        raise CalibrationCacheError(
+            f"{path}:1: calibration cache header {header[:80]!r} is not like 'TRT-8601-EntropyCalibration2'; "
+            "the file is not a TensorRT calibration cache (delete it to recalibrate)", path=path, line=1)
     raw: dict[str, str] = {}
     scales: dict[str, float] = {}
     bad = 0
-    for line in lines[1:]:
+    for number, line in enumerate(lines[1:], start=2):
         if not line.strip():
             continue
         key, sep, value = line.rpartition(": ")  # keys contain ": " never at the end, values never
         scale = _scale(value.strip()) if sep else None
         if scale is None:
+            if strict:
+                raise CalibrationCacheError(
+                    f"{path}:{number}: {line[:120]!r} is not '<tensor>: <8 hex digits of a big-endian float32 "
+                    "scale>'; the cache is corrupt or hand-edited (delete it to recalibrate)", path=path, line=number)
             bad += 1
             continue
         raw[key] = value.strip()
@@ -72,14 +97,76 @@ def parse_calibration_cache(text: str) -> CalibrationCache:
     )
 
 
-def read_calibration_cache(path: str | Path) -> CalibrationCache:
+def read_calibration_cache(path: str | Path, *, strict: bool = False) -> CalibrationCache:
     """Read a calibration cache file; a missing or unreadable file raises LogParseError."""
     p = Path(path)
     try:
         text = p.read_bytes().decode("utf-8", errors="replace")
     except OSError as e:
         raise LogParseError(f"cannot read calibration cache {p}: {e.strerror or e}", path=str(p)) from e
-    return parse_calibration_cache(text)
+    return parse_calibration_cache(text, strict=strict, path=str(p))
+
+
+#: Calibration.algorithm -> the algorithm word of the cache header.  The first four are TensorRT's
+#: calibrators; percentile and distribution are pytest-trt's explicit methods (no TensorRT calibrator).
+HEADER_ALGORITHMS = {
+    "entropy2": "EntropyCalibration2",
+    "entropy": "EntropyCalibration",
+    "minmax": "MinMaxCalibration",
+    "legacy": "LegacyCalibration",
+    "percentile": "PercentileCalibration",
+    "distribution": "DistributionCalibration",
+}
+#: Version tag of caches pytest-trt writes from explicit ranges (no TensorRT calibrator wrote them).
+EXPLICIT_TAG = "0000"
+
+
+def algorithm_of_header(header: str | None) -> str | None:
+    """``TRT-8601-EntropyCalibration2`` (or just ``EntropyCalibration2``) -> ``entropy2``; None if unknown."""
+    if not header:
+        return None
+    m = _HEADER_RE.match(header)
+    word = m["algo"] if m else header.strip()
+    for algorithm, name in HEADER_ALGORITHMS.items():
+        if name == word:
+            return algorithm
+    return None
+
+
+def version_tag(version: str) -> str:
+    """TensorRT version -> cache tag: ``8.6.1`` -> ``8601``, ``10.14.1`` -> ``101401``."""
+    parts = [int(p) for p in (version.split(".") + ["0", "0"])[:3]]
+    if parts[0] >= 10:
+        return f"{parts[0]}{parts[1]:02d}{parts[2]:02d}"
+    return f"{parts[0] * 1000 + parts[1] * 100 + parts[2]:04d}"
+
+
+def scale_hex(scale: float) -> str:
+    """A scale as TensorRT writes it: 8 lowercase hex digits of the big-endian float32."""
+    return struct.pack(">f", scale).hex()
+
+
+def render_calibration_cache(header: str, values: Iterable[tuple[str, str]]) -> str:
+    """Cache text: the header line, then ``tensor: value`` lines, each ending in ``\n``."""
+    return "".join(f"{line}\n" for line in [header, *(f"{k}: {v}" for k, v in values)])
+
+
+def format_calibration_cache(algorithm: str, scales: dict[str, float], *, tag: str = EXPLICIT_TAG) -> str:
+    """A TensorRT-format cache for ``scales`` (tensor -> amax/127), tensors sorted by name."""
+    header = f"TRT-{tag}-{HEADER_ALGORITHMS[algorithm]}"
+    return render_calibration_cache(header, ((k, scale_hex(scales[k])) for k in sorted(scales)))
+
+
+def write_calibration_cache(path: str | Path, text: str) -> None:
+    """Write a cache atomically (a reader sees the old file or the whole new one)."""
+    from ..fileio import write_bytes_atomic
+
+    write_bytes_atomic(Path(path), text.encode("utf-8"))
+
+
+def rewrite(cache: CalibrationCache) -> str:
+    """The text of a parsed cache, values exactly as they were written (byte-identical for a well-formed file)."""
+    return render_calibration_cache(cache.header, cache.raw.items())
 
 
 # -- calibration lines of a build log -------------------------------------------------------------
@@ -122,3 +209,74 @@ def summarize_calibration(lines: Iterable[str]) -> CalibrationLog:
             hm = _HEADER_RE.match(header)
             algo = hm["algo"] if hm else header
     return CalibrationLog(size, batches, post, done, header, algo)
+
+
+# -- comparing two caches --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CacheComparison:
+    """How cache ``b`` differs from cache ``a``: header, tensors added or missing, per-tensor scale ratios."""
+
+    header_a: str
+    header_b: str
+    added: tuple[str, ...]  # in b, not in a
+    missing: tuple[str, ...]  # in a, not in b
+    ratios: dict[str, float]  # tensor in both -> scale_b / scale_a (inf when a's scale is 0 and b's is not)
+
+    @property
+    def algorithm_changed(self) -> bool:
+        return _HEADER_RE.sub(r"\g<algo>", self.header_a) != _HEADER_RE.sub(r"\g<algo>", self.header_b)
+
+    @property
+    def version_changed(self) -> bool:
+        ma, mb = _HEADER_RE.match(self.header_a), _HEADER_RE.match(self.header_b)
+        return (ma["tag"] if ma else None) != (mb["tag"] if mb else None)
+
+    def changed(self, *, rtol: float = 0.0) -> dict[str, float]:
+        """Tensors whose scale ratio differs from 1 by more than ``rtol``."""
+        return {k: r for k, r in self.ratios.items() if not abs(r - 1.0) <= rtol}
+
+    def identical(self, *, rtol: float = 0.0) -> bool:
+        return not (self.added or self.missing or self.changed(rtol=rtol) or self.header_a != self.header_b)
+
+    def describe(self, *, rtol: float = 0.0, limit: int = 10) -> str:
+        """A human summary, the largest ratios first, capped at ``limit`` tensors."""
+        lines = []
+        if self.header_a != self.header_b:
+            what = [w for w, c in (("algorithm", self.algorithm_changed), ("version", self.version_changed)) if c]
+            lines.append(f"header: {self.header_a} -> {self.header_b} ({' and '.join(what) or 'header'} changed)")
+        for title, names in (("added", self.added), ("missing", self.missing)):
+            if names:
+                shown = ", ".join(names[:limit]) + (f" ... and {len(names) - limit} more" if len(names) > limit else "")
+                lines.append(f"{len(names)} tensor(s) {title}: {shown}")
+        changed = sorted(self.changed(rtol=rtol).items(), key=lambda kv: -abs(_log_ratio(kv[1])))
+        if changed:
+            lines.append(f"{len(changed)} of {len(self.ratios)} common tensor scales differ (rtol={rtol}):")
+            lines += [f"  {name}: scale x{ratio:.4g}" for name, ratio in changed[:limit]]
+            if len(changed) > limit:
+                lines.append(f"  ... and {len(changed) - limit} more tensors with changed scales (not shown)")
+        return "\n".join(lines) or "identical"
+
+
+def _log_ratio(r: float) -> float:
+    import math
+
+    return math.inf if r in (0.0, math.inf) else abs(math.log(r))
+
+
+def compare_caches(a: CalibrationCache | str | Path, b: CalibrationCache | str | Path) -> CacheComparison:
+    """Compare two calibration caches (parsed, or paths read strictly)."""
+    ca = a if isinstance(a, CalibrationCache) else read_calibration_cache(a, strict=True)
+    cb = b if isinstance(b, CalibrationCache) else read_calibration_cache(b, strict=True)
+    ratios: dict[str, float] = {}
+    for name in ca.scales.keys() & cb.scales.keys():
+        sa, sb = ca.scales[name], cb.scales[name]
+        ratios[name] = 1.0 if sa == sb else (sb / sa if sa else float("inf"))
+    return CacheComparison(
+        header_a=ca.header,
+        header_b=cb.header,
+        added=tuple(k for k in cb.scales if k not in ca.scales),
+        missing=tuple(k for k in ca.scales if k not in cb.scales),
+        ratios=dict(sorted(ratios.items())),
+    )

@@ -12,6 +12,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from .events import fusion_sets
 from .names import strip_myelin_suffix
 from .record import BuildRecord, Layer
 
@@ -23,7 +24,7 @@ def _key(layer: Layer) -> _Key:
 
 
 def _fusion_sets(record: BuildRecord) -> Counter[tuple[str, ...]]:
-    return Counter(tuple(sorted(set(layer.origins))) for layer in record.fusions)
+    return Counter(fusion_sets(record))
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,10 @@ is visible in two places, both read here:
   the tensors the layer produces until tensors that still exist in the
   optimized graph (so a fused Conv+BN+ReLU owns conv1, bn1 and relu1, and a
   layer never claims nodes another layer computes).  Tensors ONNX Runtime
-  renamed are mapped back by the rules of :func:`resolve_aliases` (layout ops
-  are identities, fused nodes keep their first node's name, NCHWc nodes are
-  named after the tensor they compute);
+  renamed are mapped back by the rules of :func:`pytest_trt.buildlog.ort_graph.resolve_aliases` (names,
+  fused activations, input positions); a layer whose origins cannot be traced
+  to its own inputs gets an ``INFO`` message "pytest-trt: uncertain origins of
+  layer X" and makes ``origins_exact`` False;
 * the VERBOSE session log (``GraphTransformer X modified: N``): the
   transformers that fired.
 
@@ -36,11 +37,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 
 import onnx
 
+from pytest_trt.buildlog.ort_graph import (
+    QUANTIZED_OPS,
+    GraphIndex,
+    fusion_pass,
+    inlined_function_owner,
+    is_layout,
+    origins_of,
+    resolve_aliases,
+)
 from pytest_trt.buildlog.record import BuildRecord, FusionEvent, Layer, Message, TensorInfo
 from pytest_trt.result import LogEntry
 
@@ -53,6 +62,8 @@ _LINE = re.compile(
     r"\[(?P<sev>[VIWEF]):onnxruntime:(?P<logid>[^,\]]*), (?P<where>[^\]]*)\] ?(?P<text>.*)$"
 )
 _SEVERITY = {"V": "VERBOSE", "I": "INFO", "W": "WARNING", "E": "ERROR", "F": "INTERNAL_ERROR"}
+#: prefix of the record's INFO message for a layer whose origins are a guess (not a log line)
+UNCERTAIN_PREFIX = "pytest-trt: uncertain origins of layer"
 _FIRED = re.compile(r"^GraphTransformer (?P<name>\S+) modified: (?P<n>\d+) with status: OK")
 
 _ELEM_TO_DTYPE: dict[int, str] = {
@@ -67,12 +78,6 @@ _ELEM_TO_DTYPE: dict[int, str] = {
     onnx.TensorProto.FLOAT8E4M3FN: "FP8",
     onnx.TensorProto.INT4: "Int4",
 }
-#: ops whose arithmetic runs on 8-bit integers (their outputs may be float, e.g. DynamicQuantizeMatMul)
-QUANTIZED_OPS = frozenset(
-    {"QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger", "MatMulIntegerToFloat", "DynamicQuantizeMatMul",
-     "QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearLeakyRelu", "QLinearAveragePool", "QLinearGlobalAveragePool",
-     "QLinearConcat", "QLinearSoftmax", "QGemm", "QLinearWhere", "QLinearReduceMean"}
-)
 #: which transformer produces an optimized op: (domain, op_type) -> candidates, first that fired wins
 FUSION_PASSES: dict[tuple[str, str], tuple[str, ...]] = {
     ("com.microsoft", "FusedConv"): ("ConvActivationFusion",),
@@ -86,178 +91,12 @@ FUSION_PASSES: dict[tuple[str, str], tuple[str, ...]] = {
     ("", "QLinearMatMul"): ("QDQSelectorActionTransformer",),
     ("com.microsoft", "Gelu"): ("GeluFusionL1", "GeluFusionL2", "GeluFusion"),
     ("com.microsoft", "FastGelu"): ("FastGeluFusion",),
+    ("com.microsoft", "QuickGelu"): ("QuickGeluFusion",),
     ("com.microsoft", "BiasGelu"): ("BiasGeluFusion",),
     ("", "LayerNormalization"): ("LayerNormFusionL1", "LayerNormFusionL2", "LayerNormFusion"),
     ("com.microsoft", "SkipLayerNormalization"): ("SkipLayerNormFusion",),
     ("com.microsoft", "Attention"): ("AttentionFusion",),
 }
-
-
-#: ONNX Runtime's own layout conversions, per domain: identities as far as origins are concerned
-LAYOUT_OPS: dict[str, tuple[str, ...]] = {
-    "com.microsoft.nchwc": ("ReorderInput", "ReorderOutput"),
-    "": ("Transpose",),  # inserted by the NHWC layout transformer; a model's own Transpose keeps its name
-}
-# ORT makes generated node names unique by appending "_token_<n>" (graph.cc GenerateNodeName)
-_TOKEN_SUFFIX = re.compile(r"_token_\d+$")
-_NCHWC_SUFFIX = "_nchwc"  # NchwcTransformer names its nodes "<output tensor>_nchwc"
-
-
-@dataclass
-class GraphIndex:
-    """Lookup tables over one graph: producers, consumers, node names, constants."""
-
-    model: onnx.ModelProto
-    nodes: list[onnx.NodeProto] = field(init=False)
-    producer: dict[str, int] = field(init=False)
-    consumers: dict[str, list[int]] = field(init=False)
-    by_name: dict[str, int] = field(init=False)
-    constants: set[str] = field(init=False)
-    graph_inputs: set[str] = field(init=False)
-
-    def __post_init__(self) -> None:
-        g = self.model.graph
-        self.nodes = list(g.node)
-        self.producer, self.consumers, self.by_name = {}, {}, {}
-        for i, n in enumerate(self.nodes):
-            self.by_name.setdefault(n.name, i)
-            for t in n.output:
-                if t:
-                    self.producer[t] = i
-            for t in n.input:
-                if t:
-                    self.consumers.setdefault(t, []).append(i)
-        self.constants = {t.name for t in g.initializer}
-        self.graph_inputs = {v.name for v in g.input} - self.constants
-
-    def has_node(self, name: str) -> bool:
-        return bool(name) and name in self.by_name
-
-    def is_activation(self, tensor: str) -> bool:
-        """A computed or fed tensor (not an initializer)."""
-        return tensor in self.producer or tensor in self.graph_inputs
-
-    def tensor_types(self) -> tuple[dict[str, int], dict[str, tuple[int, ...]]]:
-        """Element types and shapes known from the model and ONNX shape inference (-1: unknown dim)."""
-        try:
-            model = onnx.shape_inference.infer_shapes(self.model, strict_mode=False)
-        except Exception:  # noqa: BLE001 - inference is best effort; custom domains may defeat it
-            model = self.model
-        types: dict[str, int] = {t.name: t.data_type for t in model.graph.initializer}
-        shapes: dict[str, tuple[int, ...]] = {t.name: tuple(t.dims) for t in model.graph.initializer}
-        g = model.graph
-        for v in [*g.input, *g.output, *g.value_info]:
-            tt = v.type.tensor_type
-            if tt.elem_type:
-                types.setdefault(v.name, tt.elem_type)
-            if tt.HasField("shape"):
-                shapes.setdefault(v.name, tuple(d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim))
-        return types, shapes
-
-
-def _propagate_types(opt: GraphIndex, types: dict[str, int]) -> None:
-    """Fill types shape inference could not give (contrib ops), by the op's type rule."""
-    for node in opt.nodes:  # saved models are topologically sorted
-        for k, out in enumerate(node.output):
-            if not out or out in types:
-                continue
-            ins = list(node.input)
-            if node.op_type == "QuantizeLinear":
-                elem = types.get(ins[2]) if len(ins) > 2 and ins[2] else onnx.TensorProto.UINT8
-            elif node.op_type == "DequantizeLinear":
-                elem = types.get(ins[1]) if len(ins) > 1 else None
-            elif node.op_type == "Cast":
-                elem = next((a.i for a in node.attribute if a.name == "to"), None)
-            elif node.op_type in ("Shape", "Size"):
-                elem = onnx.TensorProto.INT64
-            elif node.op_type.startswith("QLinear") or node.op_type == "QGemm":
-                # output zero point is the last input of every QLinear* op
-                elem = types.get(ins[-1]) if ins and ins[-1] else None
-            else:
-                elem = types.get(ins[0]) if ins and ins[0] else None
-            if elem and k == 0:
-                types[out] = elem
-
-
-def resolve_aliases(
-    orig: GraphIndex, opt: GraphIndex
-) -> tuple[dict[str, str], dict[str, int], dict[str, tuple[int, ...]], bool]:
-    """Map optimized-graph tensors to the original tensors they hold.
-
-    Returns (alias, types, shapes, exact): ``alias`` maps optimized tensor ->
-    original tensor, ``types``/``shapes`` are per optimized tensor, ``exact``
-    is False when some compute node's outputs could not be mapped (its work is
-    then attributed to the layer consuming them).
-    """
-    alias: dict[str, str] = {}
-    names = {t for n in opt.nodes for t in [*n.input, *n.output] if t} | opt.graph_inputs
-    for t in names:
-        if orig.is_activation(t) and t not in opt.constants:
-            alias[t] = t
-    orig_types, _ = orig.tensor_types()
-    types, shapes = opt.tensor_types()
-    for t in alias:
-        if t in orig_types:
-            types.setdefault(t, orig_types[t])
-    _propagate_types(opt, types)
-
-    taken = set(alias.values())
-
-    def claim(tensor: str, target: str) -> bool:
-        # an original tensor that still exists (or is already claimed) is not re-assigned
-        if tensor in alias or not target or target in taken:
-            return False
-        alias[tensor] = target
-        taken.add(target)
-        return True
-
-    changed = True
-    while changed:
-        changed = False
-        for node in opt.nodes:
-            base = _TOKEN_SUFFIX.sub("", node.name)
-            if _is_layout(orig, node) and node.input and node.output:
-                src, dst = node.input[0], node.output[0]
-                if src in alias and dst not in alias:
-                    alias[dst] = alias[src]
-                    changed = True
-                elif dst in alias and src not in alias:
-                    alias[src] = alias[dst]
-                    changed = True
-            elif orig.has_node(base):
-                original = orig.nodes[orig.by_name[base]]
-                for k, out in enumerate(node.output):
-                    if k < len(original.output):
-                        changed |= claim(out, _summed(orig, node, _requantized(orig, node, original.output[k])))
-            elif node.name.endswith(_NCHWC_SUFFIX) and node.output:
-                target = node.name[: -len(_NCHWC_SUFFIX)]
-                if orig.is_activation(target):
-                    changed |= claim(node.output[0], _summed(orig, node, target))
-    exact = all(any(t in alias for t in n.output) for n in opt.nodes if not _is_layout(orig, n))
-    return alias, types, shapes, exact
-
-
-def _is_layout(orig: GraphIndex, node: onnx.NodeProto) -> bool:
-    """A layout conversion ONNX Runtime inserted (a model's own Transpose keeps its original name)."""
-    return node.op_type in LAYOUT_OPS.get(node.domain, ()) and not orig.has_node(node.name)
-
-
-def _requantized(orig: GraphIndex, node: onnx.NodeProto, target: str) -> str:
-    """A QLinear* op that replaced DQ -> op -> Q outputs the Q's tensor, not the op's float one."""
-    users = orig.consumers.get(target, [])
-    if node.op_type in QUANTIZED_OPS and len(users) == 1 and orig.nodes[users[0]].op_type == "QuantizeLinear":
-        return str(orig.nodes[users[0]].output[0])
-    return target
-
-
-def _summed(orig: GraphIndex, node: onnx.NodeProto, target: str) -> str:
-    """A Conv with a 4th ("Sum"/"Z") input has absorbed the Add after it: its output is the Add's."""
-    if node.op_type not in ("Conv", "FusedConv") or len(node.input) < 4 or not node.input[3]:
-        return target
-    users = orig.consumers.get(target, [])
-    if len(users) == 1 and orig.nodes[users[0]].op_type in ("Add", "Sum"):
-        return str(orig.nodes[users[0]].output[0])
-    return target
 
 
 def parse_ort_log(text: str, start: float) -> tuple[tuple[LogEntry, ...], int]:
@@ -319,26 +158,6 @@ def transformers_fired(entries: Iterable[LogEntry]) -> dict[str, int]:
     return fired
 
 
-def _origins(index: GraphIndex, produced: Sequence[str], materialized: set[str]) -> tuple[str, ...]:
-    """Original nodes between ``produced`` and the tensors that still exist, in original graph order."""
-    found: set[int] = set()
-    stack = [t for t in produced if t in index.producer]
-    seen: set[str] = set()
-    while stack:
-        tensor = stack.pop()
-        if tensor in seen:
-            continue
-        seen.add(tensor)
-        node = index.producer.get(tensor)
-        if node is None or node in found:
-            continue
-        found.add(node)
-        for name in index.nodes[node].input:
-            if name and name not in materialized and name in index.producer:
-                stack.append(name)
-    return tuple(index.nodes[i].name or f"{index.nodes[i].op_type}_{i}" for i in sorted(found))
-
-
 def _dtype(elem: int | None) -> str | None:
     return _ELEM_TO_DTYPE.get(elem) if elem is not None else None
 
@@ -367,15 +186,41 @@ def record_from_models(
     """
     orig = GraphIndex(original)
     opt = GraphIndex(optimized)
-    alias, types, shapes, exact = resolve_aliases(orig, opt)
+    alias, types, shapes, _ = resolve_aliases(orig, opt)
     materialized = set(alias.values())
     fired = transformers_fired(log_entries)
     layers: list[Layer] = []
     events: list[FusionEvent] = []
+    uncertain: list[str] = []
+    # the transpose optimizer moves a model's Transposes (it inserts new ones): a removed one is then
+    # implemented by an inserted Transpose elsewhere, not by the layer a walk would give it to
+    moved_transposes = any(n.op_type == "Transpose" and is_layout(orig, n) for n in opt.nodes) and any(
+        n.op_type == "Transpose" and not opt.has_node(n.name) for n in orig.nodes
+    )
+    # tensors on either side of an inserted Transpose hold the same data in another order: when the
+    # model's own Transposes were moved, the alias across it names a tensor the layer did not compute
+    permuted = (
+        {t for n in opt.nodes if n.op_type == "Transpose" and is_layout(orig, n) for t in [*n.input, *n.output]}
+        if moved_transposes
+        else set()
+    )
     for i, node in enumerate(opt.nodes):
-        layout = _is_layout(orig, node)
+        layout = is_layout(orig, node)
         produced = [alias[t] for t in node.output if t in alias]
-        origins = () if layout else _origins(orig, produced, materialized - set(produced))
+        origins: tuple[str, ...] = ()
+        owner = None if layout or produced else inlined_function_owner(orig, opt, node, alias)
+        if owner is not None:
+            origins = (owner,)  # a part of a function op ONNX Runtime inlined; the other parts share it
+        elif not layout:
+            origins, frontier = origins_of(orig, produced, materialized - set(produced))
+            own_inputs = {alias[t] for t in node.input if t in alias}
+            moved = bool(permuted.intersection(node.input) or permuted.intersection(node.output)) or (
+                moved_transposes
+                and node.op_type != "Transpose"
+                and any(orig.nodes[orig.by_name[o]].op_type == "Transpose" for o in origins if orig.has_node(o))
+            )
+            if not produced or not frontier <= own_inputs or moved:
+                uncertain.append(node.name or f"{node.op_type}_{i}")
         layer = Layer(
             name=node.name or f"{node.op_type}_{i}",
             type=node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}:{node.op_type}",
@@ -387,7 +232,8 @@ def record_from_models(
         )
         layers.append(layer)
         if layer.is_fusion:
-            candidates = FUSION_PASSES.get((node.domain, node.op_type), ())
+            named = fusion_pass(node)
+            candidates = ((named,) if named else ()) + FUSION_PASSES.get((node.domain, node.op_type), ())
             pass_name = next((p for p in candidates if p in fired), None)
             events.extend(FusionEvent(pass_name, origins[0], other) for other in origins[1:])
     messages = [
@@ -396,6 +242,9 @@ def record_from_models(
         if e.severity in ("WARNING", "ERROR", "INTERNAL_ERROR")
     ]
     messages.extend(Message("INFO", f"GraphTransformer {name} modified: {n}") for name, n in fired.items())
+    messages.extend(
+        Message("INFO", f"{UNCERTAIN_PREFIX} {name}: origins cannot be traced to its own inputs") for name in uncertain
+    )
     return BuildRecord(
         source="onnxruntime",
         layers=tuple(layers),
@@ -405,7 +254,7 @@ def record_from_models(
         messages=tuple(messages),
         backend="onnxruntime",
         backend_version=backend_version,
-        origins_exact=exact,
+        origins_exact=not uncertain,  # every unmapped, unexplained layer is listed as uncertain
         unparsed_lines=unparsed_lines,
         total_lines=sum(e.text.count("\n") + 1 for e in log_entries),
     )

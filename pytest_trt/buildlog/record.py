@@ -10,7 +10,10 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .calibfacts import CalibrationFacts
 
 RECORD_SCHEMA = 1
 
@@ -140,6 +143,9 @@ class BuildRecord:
     result: str | None = None  # "PASSED"/"FAILED" from a trtexec/sample "&&&&" line
     precision_flags: str | None = None  # trtexec "Precision: FP32+INT8"
     engine_size_mib: float | None = None  # trtexec 10.x "Created engine with size: 6.3747 MiB"
+    #: pytest-trt's own INT8 calibration of this build (algorithm, quantizer or calibrator, cache header,
+    #: ranges, class counts), see :func:`pytest_trt.calibration.quantization_facts`; empty otherwise
+    quantization: dict[str, Any] = field(default_factory=dict)
 
     # -- derived facts -------------------------------------------------
     @property
@@ -157,6 +163,13 @@ class BuildRecord:
             for node in layer.origins:
                 out[node] = layer.precision
         return out
+
+    @property
+    def calibration_facts(self) -> CalibrationFacts:
+        """Typed facts of the calibration lines and warnings (calibrator, cache, out-of-bound layers ...)."""
+        from .calibfacts import calibration_facts
+
+        return calibration_facts([*self.calibration, *(m.text for m in self.messages)])
 
     @property
     def reformat_count(self) -> int:
@@ -217,6 +230,7 @@ class BuildRecord:
             result=d.get("result"),
             precision_flags=d.get("precision_flags"),
             engine_size_mib=d.get("engine_size_mib"),
+            quantization=dict(d.get("quantization", {})),
         )
 
     @classmethod

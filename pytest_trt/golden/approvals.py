@@ -37,6 +37,7 @@ class Approval:
     deltas: dict[str, Any]  # output -> figures of new vs old outputs
     structure: dict[str, Any] | None  # record diff old -> new, None when not compared
     test: str | None = None
+    report: dict[str, Any] | None = None  # {"path", "sha256"} of the upgrade report the approval was made on
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -50,23 +50,44 @@ def _fsync(path: Path) -> None:
 
 
 def _remove_stale_temps(path: Path) -> None:
-    # We hold the lock, so any temp file left is from a writer that died.
+    # We hold the lock, so any temp file of this golden left is from a writer that died.
     for stale in path.parent.glob(f".{path.name}.tmp-*"):
         stale.unlink(missing_ok=True)
+    # Other goldens' temp copies (full-size files) are removed once their writer's pid is gone.
+    for other in path.parent.glob(".*.tmp-*"):
+        pid = other.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not _alive(int(pid)):
+            other.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 @contextmanager
 def locked(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
     """Hold the per-file lock of ``path`` (raises GoldenError naming the lock on timeout)."""
+    lock = FileLock(str(lock_path(path)), timeout=timeout)
     try:
-        with FileLock(str(lock_path(path)), timeout=timeout):
-            yield
+        lock.acquire()
     except Timeout:
         raise GoldenError(
             f"could not lock {path} within {timeout:.0f} s: another process is updating it; "
             f"if none is, remove {lock_path(path)}",
             path=str(path),
         ) from None
+    except OSError as exc:
+        raise store.folder_error(path.parent, exc) from None
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 @contextmanager
@@ -77,7 +98,10 @@ def update(path: str | Path, *, timeout: float = LOCK_TIMEOUT_S) -> Iterator[h5p
     (or a kill) the original is left as it was.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise store.folder_error(path.parent, exc) from None
     with locked(path, timeout):
         _remove_stale_temps(path)
         tmp = _temp_path(path)

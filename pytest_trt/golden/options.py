@@ -13,6 +13,7 @@ GOLDEN_DIR_INI = "trt_golden_dir"
 GOLDEN_DIR_DEFAULT = "golden"
 UPDATE_OPTION = "--trt-update-golden"
 APPROVE_OPTION = "--trt-approve"
+APPROVE_REPORT_OPTION = "--trt-approve-report"
 #: ini key of threshold ``x`` is ``trt_golden_x`` (``trt_golden_l2_delta``, ...)
 THRESHOLD_INI_PREFIX = "trt_golden_"
 #: user_properties key carrying refreshed-golden summary lines (survives xdist)
@@ -30,5 +31,5 @@ ENGINE_FIXTURE = "trt_engine"
 __all__ = [
     "APPROVE_OPTION", "ENGINE_BUILD_OPTION", "ENGINE_FIXTURE", "FIXTURE", "GOLDEN_DIR_DEFAULT", "GOLDEN_DIR_INI",
     "GOLDEN_DIR_OPTION", "MARKER", "NOTE_PROPERTY", "PROVENANCE_FAIL_ON_INI", "PROVENANCE_INI", "PROVENANCE_OPTION",
-    "REFRESHED_PROPERTY", "THRESHOLD_INI_PREFIX", "UPDATE_OPTION",
+    "REFRESHED_PROPERTY", "THRESHOLD_INI_PREFIX", "UPDATE_OPTION", "APPROVE_REPORT_OPTION",
 ]

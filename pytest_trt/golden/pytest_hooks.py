@@ -17,6 +17,7 @@ from pytest_trt.compare.thresholds import Thresholds, parse_ini_value, threshold
 from pytest_trt.errors import GoldenError
 from pytest_trt.golden.options import (
     APPROVE_OPTION,
+    APPROVE_REPORT_OPTION,
     ENGINE_BUILD_OPTION,
     ENGINE_FIXTURE,
     GOLDEN_DIR_DEFAULT,
@@ -53,6 +54,7 @@ class _State:
     command_args: tuple[str, ...] = ()
     given: frozenset[str] = frozenset()  # thresholds the ini sets (to values other than the built-in)
     policy: ProvenancePolicy = field(default_factory=ProvenancePolicy)
+    approve_report: dict[str, Any] | None = None
     refreshed: list[tuple[str, str]] = field(default_factory=list)
     notes: list[tuple[str, str]] = field(default_factory=list)
     settings: GoldenSettings | None = None
@@ -74,6 +76,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(PROVENANCE_OPTION, dest="trt_golden_provenance", choices=POLICY_MODES, default=None,
                     help=f"a golden of another backend version, device or config: '{COMPARE}' it anyway and report "
                          f"the differences (default: ini {PROVENANCE_INI} or '{COMPARE}'), or 'fail'.")
+    group.addoption(APPROVE_REPORT_OPTION, dest="trt_approve_report", metavar="HTML", default=None,
+                    help=f"with {APPROVE_OPTION}: the upgrade report (pytest-trt upgrade-report) the approval was "
+                         "made on; its sha256 is recorded in APPROVALS.jsonl and the golden's history.")
     parser.addini(GOLDEN_DIR_INI, type="string", default=GOLDEN_DIR_DEFAULT,
                   help="folder of golden HDF5 files, relative to the ini file.")
     parser.addini(PROVENANCE_INI, type="string", default=COMPARE,
@@ -116,6 +121,7 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     if approve and not update:
         raise pytest.UsageError(f"{APPROVE_OPTION} is used only with {UPDATE_OPTION}; add it, or drop {APPROVE_OPTION}")
+    report = _approve_report(config, approve)
     defaults: dict[str, Any] = {}
     builtin = Thresholds()
     for name in threshold_names():
@@ -126,7 +132,8 @@ def pytest_configure(config: pytest.Config) -> None:
     given = frozenset(n for n, v in defaults.items()
                       if v is not None and v != getattr(builtin, n) and n != "allow_nonfinite")
     state = _State(_golden_dir(config), bool(update), approve, defaults, config.rootpath,
-                   command_args=_engine_args(config), given=given, policy=_policy(config))
+                   command_args=_engine_args(config), given=given, policy=_policy(config),
+                   approve_report=report)
     config.stash[_STATE] = state
     if update:
         config.pluginmanager.register(_RefreshSummary(state), "trt-golden-refresh-summary")
@@ -144,6 +151,20 @@ def _policy(config: pytest.Config) -> ProvenancePolicy:
                                 ) from None
 
 
+def _approve_report(config: pytest.Config, approve: str | None) -> dict[str, Any] | None:
+    given = config.getoption("trt_approve_report")
+    if not given:
+        return None
+    if not approve:
+        raise pytest.UsageError(f"{APPROVE_REPORT_OPTION} goes with {APPROVE_OPTION} \"REASON\" and {UPDATE_OPTION}")
+    from pytest_trt.upgrade.approval import ReportReferenceError, report_reference
+
+    try:
+        return report_reference(Path(config.invocation_params.dir) / str(given))
+    except ReportReferenceError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
 def _settings(state: _State) -> GoldenSettings:
     if state.settings is None:
         from pytest_trt.compare.thresholds import ThresholdSet
@@ -152,7 +173,7 @@ def _settings(state: _State) -> GoldenSettings:
         state.settings = GoldenSettings(
             golden_dir=state.golden_dir, update=state.update, approve=state.approve,
             thresholds=ThresholdSet(Thresholds(**state.defaults), given=state.given), rootdir=state.rootdir,
-            command_args=state.command_args, provenance=state.policy,
+            command_args=state.command_args, provenance=state.policy, approve_report=state.approve_report,
         )
     return state.settings
 
@@ -169,6 +190,7 @@ def _marker_config(request: pytest.FixtureRequest) -> Any:
 def trt_golden(request: pytest.FixtureRequest) -> GoldenCheck:
     """Golden snapshot check of the test's engine: ``trt_golden.check(trt_engine, l2_delta=0.05)``."""
     from pytest_trt.golden.workflow import GoldenCheck
+    from pytest_trt.invocation import pasteable_nodeid
 
     state = request.config.stash[_STATE]
     node = request.node
@@ -182,6 +204,9 @@ def trt_golden(request: pytest.FixtureRequest) -> GoldenCheck:
         engine_provider=lambda: request.getfixturevalue(ENGINE_FIXTURE),
         config_provider=lambda: _marker_config(request),
         nodeid=node.nodeid,
+        command_nodeid=pasteable_nodeid(
+            node.nodeid, rootpath=request.config.rootpath, invocation_dir=request.config.invocation_params.dir
+        ),
         on_update=on_update,
         on_verdict=node.stash.setdefault(GOLDEN_VERDICTS, []).append,
         on_note=lambda note: node.user_properties.append((NOTE_PROPERTY, note)),

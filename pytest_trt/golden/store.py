@@ -32,7 +32,7 @@ import h5py
 import numpy as np
 
 from pytest_trt.compare.render import update_command
-from pytest_trt.errors import GoldenCorrupt, GoldenError
+from pytest_trt.errors import FolderUnusable, GoldenCorrupt, GoldenError
 from pytest_trt.golden.dataset import GoldenDataset, dataset_digest
 from pytest_trt.golden.provenance import Provenance
 
@@ -54,6 +54,19 @@ LABEL_FILTERS: dict[str, Any] = {"compression": "gzip", "compression_opts": 1}
 _STR = h5py.string_dtype("utf-8")
 
 
+def folder_error(folder: Path, exc: OSError | None = None) -> FolderUnusable:
+    """The golden folder is a file, or cannot be written (read-only checkout, permissions)."""
+    if folder.exists() and not folder.is_dir():
+        what = "is a file, not a folder: remove or rename it"
+    else:
+        what = f"cannot be written ({exc.strerror if exc else 'read-only'}): make it writable"
+    return FolderUnusable(
+        f"golden folder {folder} {what}, or point --trt-golden-dir / trt_golden_dir at a writable folder. "
+        "Checks only read it; an approved update (--trt-update-golden) writes the file, its lock and APPROVALS.jsonl",
+        path=folder,
+    )
+
+
 def corrupt_error(path: Path, exc: BaseException) -> GoldenCorrupt:
     return GoldenCorrupt(
         f"golden file {path} cannot be read ({type(exc).__name__}: {exc}); it is corrupt or truncated and was "
@@ -70,7 +83,7 @@ def guard(path: Path) -> Iterator[None]:
         yield
     except GoldenError:
         raise
-    except (OSError, KeyError, ValueError, RuntimeError, json.JSONDecodeError) as exc:
+    except (OSError, KeyError, ValueError, TypeError, RuntimeError, json.JSONDecodeError) as exc:
         raise corrupt_error(path, exc) from exc
 
 
@@ -111,15 +124,50 @@ class SnapshotView:
 
 
 def snapshot_view(config: str, group: h5py.Group) -> SnapshotView:
-    """A :class:`SnapshotView` of a snapshot group (current or history)."""
+    """A :class:`SnapshotView` of a snapshot group (current or history).
+
+    Raises ValueError naming the snapshot and attribute when an attribute has the wrong
+    type (callers run it under :func:`guard`, which names the file).
+    """
     return SnapshotView(
         config=config,
-        generation=int(group.attrs["generation"]),
-        provenance=Provenance.from_dict(json.loads(group.attrs["provenance"])),
-        baselines=json.loads(group.attrs["baselines"]),
+        generation=_int_attr(config, group, "generation"),
+        provenance=Provenance.from_dict(_provenance_attr(config, group)),
+        baselines=_object_attr(config, group, "baselines"),
         outputs={k: v for k, v in group["outputs"].items()},
         group=group,
     )
+
+
+def _object_attr(config: str, group: h5py.Group, name: str) -> dict[str, Any]:
+    value = json.loads(group.attrs[name])
+    if not isinstance(value, dict):
+        raise ValueError(f"snapshot {config!r}: attribute {name} is a JSON {type(value).__name__}, not an object")
+    return value
+
+
+def _int_attr(config: str, group: h5py.Group, name: str) -> int:
+    value = group.attrs[name]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"snapshot {config!r}: attribute {name} is {value!r}, not an integer")
+    return int(value)
+
+
+def _provenance_attr(config: str, group: h5py.Group) -> dict[str, Any]:
+    """The provenance object, each field of :class:`Provenance` present (unless defaulted) and a string."""
+    from dataclasses import MISSING, fields
+
+    value = _object_attr(config, group, "provenance")
+    for f in fields(Provenance):
+        if f.name not in value:
+            if f.default is MISSING and f.default_factory is MISSING:
+                raise ValueError(f"snapshot {config!r}: provenance has no {f.name!r}")
+            continue
+        if not isinstance(value[f.name], str) and value[f.name] is not None:
+            raise ValueError(
+                f"snapshot {config!r}: provenance {f.name!r} is {value[f.name]!r}, not a string"
+            )
+    return value
 
 
 def validate(f: h5py.File, path: Path) -> None:
@@ -250,6 +298,25 @@ def begin_snapshot(f: h5py.File, config: str) -> tuple[h5py.Group, int]:
     group = snaps.create_group(config)
     group.create_group("outputs")
     return group, generation
+
+
+def check_finite(name: str, start: int, arr: np.ndarray) -> None:
+    """Refuse NaN/Inf outputs for an approved snapshot: a golden of NaN compares as nothing."""
+    if not np.issubdtype(arr.dtype, np.floating) or arr.size == 0:
+        return
+    if np.isfinite(arr.min()) and np.isfinite(arr.max()):  # two reductions, no boolean copy of the batch
+        return
+    bad = ~np.isfinite(arr.reshape(arr.shape[0], -1)) if arr.ndim else ~np.isfinite(arr)
+    if not bad.any():
+        return
+    rows = np.flatnonzero(bad.any(axis=1)) + start if arr.ndim else np.array([start])
+    shown = ", ".join(str(int(r)) for r in rows[:10]) + (" ..." if rows.size > 10 else "")
+    raise GoldenError(
+        f"output {name!r} has {int(bad.sum())} NaN/Inf value(s) in {rows.size} sample(s) ({shown}); an approved "
+        "golden never stores them and the update was not written. Fix the model or engine (precision, inputs), "
+        "or drop those samples from the golden dataset",
+        output=name,
+    )
 
 
 def create_output(

@@ -190,8 +190,14 @@ def run_dataset(
             if name not in streams:
                 gold = None if golden_outputs is None else golden_outputs.get(name)
                 streams[name] = new_stream(name, gold)
-            streams[name].update(start, arr)
+            try:
+                streams[name].update(start, arr)
+            except GoldenError as exc:  # name the golden file, not only the output
+                raise GoldenError(f"{label}: {exc.message}", **exc.context) from None
         if sink is not None:
-            sink(start, outputs)
+            try:
+                sink(start, outputs)
+            except GoldenError as exc:
+                raise GoldenError(f"{label}: {exc.message}", **exc.context) from None
     return streams
 

@@ -39,6 +39,7 @@ class _Sink:
     def __call__(self, start: int, outputs: Mapping[str, np.ndarray]) -> None:
         for name, value in outputs.items():
             arr = np.asarray(value)
+            store.check_finite(name, start, arr)
             ds = self._datasets.get(name)
             if ds is None:
                 ds = store.create_output(self.group, name, self.samples, tuple(arr.shape[1:]), arr.dtype)
@@ -110,6 +111,7 @@ def update(check: GoldenCheck, config: Any, engine: Any, outputs: Mapping[str, n
             old_provenance=old_prov.to_dict() if old_prov else None, new_provenance=new_prov.to_dict(),
             deltas={n: m.to_dict() for n, m in deltas.items()},
             structure=None if diff is None else diff.to_dict(), test=check.nodeid,
+            report=settings.approve_report,
         )
         store.finish_snapshot(group, generation=generation, provenance=new_prov, baselines=baselines,
                               record_json=record_json)

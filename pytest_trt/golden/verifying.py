@@ -12,11 +12,12 @@ from pytest_trt.buildlog.diff import RecordDiff
 from pytest_trt.compare.render import update_command
 from pytest_trt.compare.thresholds import ThresholdSet
 from pytest_trt.compare.verdict import ProvenanceChange
-from pytest_trt.errors import GoldenMissing
+from pytest_trt.errors import GoldenError, GoldenMissing
 from pytest_trt.golden import provenance, running, structure
 from pytest_trt.golden.dataset import GoldenDataset
 from pytest_trt.golden.options import PROVENANCE_FAIL_ON_INI, PROVENANCE_INI, PROVENANCE_OPTION
 from pytest_trt.golden.store import GoldenFile, guard
+from pytest_trt.upgrade.outputs import summarize_outputs
 
 if TYPE_CHECKING:
     from pytest_trt.golden.workflow import CheckResult, GoldenCheck
@@ -113,16 +114,22 @@ def verify(
     failing_structure = structure_text if structure == "fail" else None
     verdict = wf.judge(metrics, limits, problems=problems, provenance=changes, structure_text=failing_structure)
     golden_label = f"{path} [{name}] generation {generation}, {sum(1 for _ in metrics)} outputs"
+    # what the upgrade report draws from (pytest_trt.upgrade.outputs), kept with the verdict in the bundle
+    outputs_summary = {**summarize_outputs(streams, metrics, limits, labels), "golden_file": str(path)}
     if not verdict.passed or any(c.fatal for c in changes):
-        wf.raise_failure(check, golden=golden_label, verdict=verdict, metrics=metrics,
-                         provenance_lines=provenance_lines(changes))
+        try:
+            wf.raise_failure(check, golden=golden_label, verdict=verdict, metrics=metrics,
+                             provenance_lines=provenance_lines(changes))
+        except GoldenError as exc:
+            exc.context["outputs_summary"] = outputs_summary
+            raise
     if structure_text and structure == "warn":
         wf.warn_structure(structure_text, golden_label)
     note = None
     if changes:
-        command = update_command(check.nodeid, reason="REASON", args=check.settings.command_args)
+        command = update_command(check.command_nodeid, reason="REASON", args=check.settings.command_args)
         note = provenance_note(f"{path.name} [{name}] generation {generation}", changes, command)
-    return wf.CheckResult(name, path, generation, metrics, structure_text, verdict, note)
+    return wf.CheckResult(name, path, generation, metrics, structure_text, verdict, note, outputs_summary)
 
 
 def _structure_diff(record_json: str, record: Any) -> RecordDiff:

@@ -75,6 +75,7 @@ class GoldenSettings:
     rootdir: Path | None = None  # where git is asked for the commit and the approver
     command_args: tuple[str, ...] = ()  # session options the update command must repeat (--trt-backend ...)
     provenance: ProvenancePolicy = field(default_factory=ProvenancePolicy)
+    approve_report: dict[str, Any] | None = None  # {"path", "sha256"} of the upgrade report (--trt-approve-report)
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ class CheckResult:
     structure: str | None  # rendered diff when it changed and the test allowed it
     verdict: Verdict = field(default_factory=Verdict)
     note: str | None = None  # provenance differences within thresholds, for the terminal summary
+    outputs_summary: dict[str, Any] | None = None  # per-output figures for the bundle (pytest_trt.upgrade.outputs)
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,7 @@ class GoldenCheck:
         engine_provider: Callable[[], Any] | None = None,
         config_provider: Callable[[], Any] | None = None,
         nodeid: str | None = None,
+        command_nodeid: str | None = None,
         on_update: Callable[[UpdateResult], None] | None = None,
         on_verdict: Callable[[dict[str, Any]], None] | None = None,
         on_note: Callable[[str], None] | None = None,
@@ -134,11 +137,18 @@ class GoldenCheck:
         self._engine_provider = engine_provider
         self._config_provider = config_provider
         self.nodeid = nodeid
+        #: the test id as typed where pytest was invoked (suggested commands); ``nodeid`` stays rootdir-relative
+        self.command_nodeid = command_nodeid or nodeid
         self._on_update = on_update
 
     def path_for(self, config_name: str) -> Path:
         """``<golden_dir>/<config name>.h5``."""
-        return self.settings.golden_dir / f"{config_name}.h5"
+        folder = self.settings.golden_dir
+        if folder.exists() and not folder.is_dir():
+            from pytest_trt.golden.store import folder_error
+
+            raise folder_error(folder)
+        return folder / f"{config_name}.h5"
 
     def check(
         self,
@@ -168,11 +178,15 @@ class GoldenCheck:
         __tracebackhide__ = True
         if structure not in structure_modes():
             raise GoldenError(f"structure={structure!r}; choose one of {', '.join(structure_modes())}")
+        from pytest_trt.golden import timing, updating, verifying
+
+        timing_opts = timing.split_options(thresholds)  # latency_drift=, throughput_drift=
         limits = self.settings.thresholds.with_overrides(thresholds, per_output)
         declared = declared_classifiers(classifier)
         engine, outputs = self._resolve(engine_or_outputs)
         config = engine.config if engine is not None else self._config()
-        from pytest_trt.golden import updating, verifying
+        if timing_opts is not None and engine is None:
+            raise GoldenError("check(latency_drift=/throughput_drift=) times an engine: pass the engine, not outputs")
 
         config_hash = engine.result.config_hash if engine is not None else config.config_hash
         skip_message: str | None = None
@@ -188,13 +202,16 @@ class GoldenCheck:
             else:
                 result = verifying.verify(self, config, engine, outputs, structure=structure, dataset=dataset,
                                           limits=limits, batch_size=batch_size, classifier=declared)
+            if timing_opts is not None:
+                (timing.store if self.settings.update else timing.verify)(self, engine, timing_opts)
         except EngineNotRunnable as exc:
             self._verdict(config_hash, "skipped", exc.message)
             skip_message = not_runnable_skip(exc, getattr(engine, "backend_name", ""))
         except GoldenError as exc:
             detail = exc.context.get("verdict")
+            summary = exc.context.get("outputs_summary")
             self._verdict(config_hash, _VERDICTS.get(type(exc).__name__, "fail"), exc.message,
-                          **({"detail": detail} if detail else {}))
+                          **({"detail": detail} if detail else {}), **({"outputs": summary} if summary else {}))
             raise
         if skip_message is not None:
             from pytest_trt.skipping import skip_here
@@ -203,11 +220,17 @@ class GoldenCheck:
         if isinstance(result, UpdateResult):
             self._verdict(config_hash, "updated", None, golden=str(result.path), generation=result.generation)
             return result
+        summary = result.outputs_summary
         self._verdict(config_hash, "pass", result.note, golden=str(result.path), generation=result.generation,
-                      detail=result.verdict.to_dict())
-        if result.note and self._on_note is not None:
-            self._on_note(result.note)
+                      detail=result.verdict.to_dict(), **({"outputs": summary} if summary else {}))
+        if result.note:
+            self.note(result.note)
         return result
+
+    def note(self, text: str) -> None:
+        """A provenance note for the terminal summary (a passing check whose evidence differs)."""
+        if self._on_note is not None:
+            self._on_note(text)
 
     def _verdict(self, config_hash: str, verdict: str, message: str | None, **extra: Any) -> None:
         """Tell the audit layer (bundle golden.json, report section) how the check ended."""
@@ -234,7 +257,7 @@ class GoldenCheck:
 
     def missing_message(self, name: str, path: Path, what: str, *, needs_dataset: bool = False) -> str:
         """The missing-golden failure; with ``needs_dataset`` it names the golden dataset first."""
-        command = update_command(self.nodeid, args=self.settings.command_args)
+        command = update_command(self.command_nodeid, args=self.settings.command_args)
         if needs_dataset:
             return (f"no golden for {name!r}: {what}, and check() was given no golden dataset to create it from. "
                     "Pass one, e.g. trt_golden.check(trt_engine, "
@@ -304,7 +327,7 @@ def raise_failure(check: GoldenCheck, *, golden: str, verdict: Verdict, metrics:
     __tracebackhide__ = True
     message = render_regression(golden=golden, breaches=verdict.breaches, metrics=list(metrics.values()),
                                 structure=verdict.structure, problems=[*provenance_lines, *verdict.problems],
-                                nodeid=check.nodeid, command_args=check.settings.command_args,
+                                nodeid=check.command_nodeid, command_args=check.settings.command_args,
                                 checks=verdict.checks, refused=verdict.refused)
     fatal = tuple(p.field for p in verdict.provenance if p.fatal)
     if fatal:

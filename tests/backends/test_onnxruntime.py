@@ -120,12 +120,14 @@ def test_tensorrt_only_fields_are_refused(backend, cbr: BuildConfig, field: str,
         backend.build(cbr.replace(**{field: value}))
 
 
-def test_calibration_and_int8_are_refused(backend, cbr: BuildConfig) -> None:  # type: ignore[no-untyped-def]
+def test_int8_without_calibration_and_tensorrt_calibrators_are_refused(backend, cbr: BuildConfig) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(UnsupportedOption, match="precision='int8' cannot be applied by ONNX Runtime.*onnxruntime.quantization"):
         backend.validate(cbr.replace(precision="int8"))
-    with pytest.raises(UnsupportedOption, match="calibration=") as ei:
+    # entropy2 is a TensorRT calibrator; ONNX Runtime quantizes with explicit methods only
+    with pytest.raises(UnsupportedOption, match="algorithm='entropy2' names a TensorRT calibrator.*minmax, entropy") as ei:
         backend.validate(cbr.replace(precision="int8", calibration=Calibration()))
-    assert ei.value.option == "calibration"
+    assert ei.value.option == "calibration.algorithm"
+    backend.validate(cbr.replace(precision="int8", calibration=Calibration(algorithm="minmax")))
     backend.validate(cbr.replace(precision="typed"))
 
 

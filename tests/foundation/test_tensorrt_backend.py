@@ -11,7 +11,7 @@ from onnx import TensorProto, helper
 
 from pytest_trt import BuildConfig, BuildFailed, ConfigError, Profile, UnsupportedOption
 from pytest_trt.result import BuildResult
-from tests.conftest import needs_rtx, needs_trt
+from tests.conftest import RTX_MM, needs_rtx, needs_trt
 
 pytestmark = needs_rtx
 
@@ -35,7 +35,10 @@ def test_build_captures_every_message_and_effective_config(rtx, models, tmp_path
         flags=["STRICT_NANS"],
     )
     result = rtx.build(cfg)
-    assert result.engine[:4] == b"vtrt" or len(result.engine) > 1000
+    # plan magic read from tensorrt_rtx 1.7.1 plans by hand; other releases: only the size is known
+    if RTX_MM == "1.7":
+        assert result.engine[:4] == b"vtrt"
+    assert len(result.engine) > 10_000
     severities = {e.severity for e in result.log}
     assert {"VERBOSE", "INFO"} <= severities
     assert any(e.text.startswith("Layers:") and "[ONNX Layer: relu1]" in e.text for e in result.log)
@@ -143,6 +146,7 @@ def _model_with_custom_op(path):
     model = helper.make_model(
         helper.make_graph(nodes, "g", [x], [y]),
         opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 1)],
+        ir_version=8,  # helper's default is the onnx package's newest IR, newer than the parser's
     )
     onnx.save(model, path)
     return path

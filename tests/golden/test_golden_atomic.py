@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_trt.errors import GoldenError
 from pytest_trt.golden import atomic
 from pytest_trt.golden.store import GoldenFile
 
@@ -78,6 +79,6 @@ def test_lock_timeout_names_the_lock(tmp_path: Path) -> None:
 
     path = tmp_path / "tiny.h5"
     with FileLock(str(atomic.lock_path(path))):
-        with pytest.raises(Exception, match=r"tiny.h5.lock"):
+        with pytest.raises(GoldenError, match=r"could not lock .*tiny\.h5 within 0 s: another process is updating it; if none is, remove .*tiny\.h5\.lock$"):
             with atomic.update(path, timeout=0.1):
                 pass

@@ -14,7 +14,7 @@ from pytest_trt.errors import GoldenError
 from pytest_trt.golden.dataset import GoldenDataset
 from pytest_trt.golden.polygraphy_import import load_polygraphy_inputs, load_polygraphy_outputs, polygraphy_runners
 
-SHARED = Path("/work/shared/trt_logs/polygraphy_outputs_trt8.6.1_cookbook_mnist.json")
+SHARED = Path(__file__).resolve().parents[1] / "data" / "polygraphy" / "polygraphy_outputs_trt8.6.1_cookbook_mnist.json"
 
 
 def npy_b64(arr: np.ndarray) -> dict[str, str]:

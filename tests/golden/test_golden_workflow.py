@@ -144,7 +144,8 @@ def test_tactics_and_timings_are_masked(golden: MakeGolden, make_config: MakeCon
     engine.record = engine.record.__class__(**{**engine.record.__dict__, "timings": {"build_s": 9.9},
                                                "layers": tuple(layer.__class__(**{**layer.__dict__, "tactic": "0xdead"})
                                                                for layer in engine.record.layers)})
-    golden().check(engine)
+    result = golden().check(engine)  # raises on a structure change; each mask: test_golden_structure_mask.py
+    assert result.structure is None
 
 
 def test_outputs_mode_update_and_check(golden: MakeGolden, make_config: MakeConfig, dataset: GoldenDataset) -> None:

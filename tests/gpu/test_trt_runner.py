@@ -39,3 +39,30 @@ def test_rtx_engine_matches_the_onnx_reference(models):
     want = engine.reference().run(x)["logits"]
     assert got.shape == (20, 10) and got.dtype == np.float32
     np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("binding", ["pycuda", "cuda-python"])
+def test_rtx_engine_with_two_profiles_picks_the_one_that_fits(models, binding, monkeypatch):
+    import importlib.util
+
+    from pytest_trt.backends.tensorrt import TensorRTBackend
+    from pytest_trt.engine import Engine
+
+    if importlib.util.find_spec("pycuda" if binding == "pycuda" else "cuda") is None:
+        pytest.skip(f"{binding} is not installed")
+    monkeypatch.setenv("PYTEST_TRT_CUDA", binding)
+    backend = TensorRTBackend("tensorrt_rtx")
+    config = BuildConfig(name="cbr2", onnx=models["conv_bn_relu"],
+                         profiles=[Profile(input=((1, 3, 16, 16), (2, 3, 16, 16), (4, 3, 16, 16))),
+                                   Profile(input=((5, 3, 16, 16), (8, 3, 16, 16), (12, 3, 16, 16)))])
+    engine = Engine(config, backend.build(config), backend)
+    assert [p for p in engine.runner.profiles] == [
+        {"input": ((1, 3, 16, 16), (4, 3, 16, 16))}, {"input": ((5, 3, 16, 16), (12, 3, 16, 16))}]
+    rng = np.random.default_rng(1)
+    for batch, profile in ((3, 0), (10, 1), (1, 0), (12, 1)):
+        x = {"input": rng.random((batch, 3, 16, 16), dtype=np.float32)}
+        engine.assert_matches_reference(x, rtol=1e-3, atol=1e-3)
+        assert engine.runner.profile == profile
+    timing = engine.benchmark({"input": rng.random((8, 3, 16, 16), dtype=np.float32)}, warmup=2, iterations=10)
+    assert timing.clock == "cuda-events" and timing.cpu_rounds == ()
+

@@ -1,0 +1,59 @@
+"""INT8 calibration under test: pinned data and algorithm, ranges, Q/DQ models, TensorRT-format caches.
+
+* :mod:`.data`: calibration samples from globs, HDF5, a GoldenDataset or a callable;
+* :mod:`.ranges`: activation ranges from ONNX Runtime's calibrators set up like TensorRT's;
+* :mod:`.qdq`: the Q/DQ model TensorRT-RTX / TensorRT 11 / ONNX Runtime build;
+* :mod:`.explicit`: the whole explicit path for a BuildConfig, stored by content;
+* :mod:`.implicit`: TensorRT <= 10 calibrator classes (implicit INT8);
+* cache files: :mod:`pytest_trt.buildlog.calibcache` (read, write, compare).
+
+Importing this package imports neither onnxruntime nor tensorrt.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_trt.buildlog.calibcache import (
+        CacheComparison,
+        CalibrationCache,
+        CalibrationCacheError,
+        compare_caches,
+        format_calibration_cache,
+        parse_calibration_cache,
+        read_calibration_cache,
+        write_calibration_cache,
+    )
+    from pytest_trt.buildlog.calibfacts import CalibrationFacts, calibration_facts
+
+#: re-exported on first use: the engine provider imports ``.store`` from every pytest session, and
+#: importing this package must not load the buildlog parser then (start-up cost, issue #14)
+_LAZY = {
+    **dict.fromkeys(("CacheComparison", "CalibrationCache", "CalibrationCacheError", "compare_caches",
+                     "format_calibration_cache", "parse_calibration_cache", "read_calibration_cache",
+                     "write_calibration_cache"), "pytest_trt.buildlog.calibcache"),
+    **dict.fromkeys(("CalibrationFacts", "calibration_facts"), "pytest_trt.buildlog.calibfacts"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'pytest_trt.calibration' has no attribute {name!r}")
+
+
+__all__ = [
+    "CacheComparison",
+    "CalibrationCache",
+    "CalibrationCacheError",
+    "CalibrationFacts",
+    "calibration_facts",
+    "compare_caches",
+    "format_calibration_cache",
+    "parse_calibration_cache",
+    "read_calibration_cache",
+    "write_calibration_cache",
+]

@@ -1,0 +1,218 @@
+"""Explicit INT8 quantization of a BuildConfig: ranges, Q/DQ model, TensorRT-format cache, stored by content.
+
+One run per content key (ONNX bytes, the calibration pin with its data
+digest, the onnxruntime version): the result lives in a store folder
+``<root>/<key[:2]>/<key>/`` (``model.qdq.onnx``, ``calibration.cache``,
+``calibration.json``), written to a temporary folder and renamed into place,
+so a later build, record or session reads it instead of calibrating again.
+The engine cache entry carries the same facts in ``build.json``'s ``extra``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import io
+import json
+import os
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pytest_trt.buildlog.calibcache import (
+    EXPLICIT_TAG,
+    HEADER_ALGORITHMS,
+    algorithm_of_header,
+    format_calibration_cache,
+    parse_calibration_cache,
+    write_calibration_cache,
+)
+from pytest_trt.calibration.qdq import TENSORRT_QDQ_OPTIONS
+from pytest_trt.calibration.ranges import METHODS, Ranges
+from pytest_trt.calibration.store import set_store_root, store_root
+from pytest_trt.errors import BackendUnavailable, BuildFailed, ConfigError
+
+if TYPE_CHECKING:
+    from pytest_trt.config import BuildConfig, Calibration
+
+STORE_SCHEMA = 1
+QDQ_FILE = "model.qdq.onnx"
+CACHE_FILE = "calibration.cache"
+INFO_FILE = "calibration.json"
+__all__ = ["ExplicitCalibration", "calibrate_explicit", "set_store_root", "store_root"]
+@dataclass(frozen=True)
+class ExplicitCalibration:
+    """The outcome of calibrating one config: where the Q/DQ model is and what went into it."""
+
+    folder: Path
+    info: dict[str, Any]  # calibration.json: algorithm, quantizer, header, ranges, class counts, seconds ...
+    from_store: bool
+
+    @property
+    def qdq_model(self) -> Path:
+        return self.folder / QDQ_FILE
+
+    @property
+    def cache_text(self) -> str:
+        return (self.folder / CACHE_FILE).read_text(encoding="utf-8")
+
+    @property
+    def ranges(self) -> Ranges:
+        return Ranges(self.info["algorithm"], {k: (v[0], v[1]) for k, v in self.info["ranges"].items()})
+
+
+def store_key(config: BuildConfig, onnx_sha256: str) -> str:
+    import onnxruntime
+
+    assert config.calibration is not None
+    material = {
+        "schema": STORE_SCHEMA,
+        "onnx_sha256": onnx_sha256,
+        "calibration": config.calibration.canonical(),
+        "onnxruntime": onnxruntime.__version__,
+        "calibrator_settings": METHODS.get(config.calibration.algorithm),
+        "qdq_options": TENSORRT_QDQ_OPTIONS,
+        # an existing cache file is the source of the ranges (as with TensorRT's calibrators), so its bytes count
+        "cache_file_sha256": _file_sha256(config.calibration.cache),
+    }
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+
+
+def _file_sha256(path: Path | str | None) -> str | None:
+    if path is None or not Path(path).is_file():
+        return None
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def calibrate_explicit(config: BuildConfig, *, onnx_sha256: str | None = None) -> ExplicitCalibration:
+    """Calibrate ``config`` (or take the stored result); check the pinned cache hash; return the outcome."""
+    calib = config.calibration
+    if importlib.util.find_spec("onnxruntime") is None:
+        raise BackendUnavailable(
+            f"BuildConfig {config.name!r}: explicit INT8 calibration computes its ranges with ONNX Runtime, which "
+            "is not installed: pip install 'pytest-trt[int8]'", backend="onnxruntime")
+    if calib is None or not calib.explicit:
+        raise ConfigError(f"BuildConfig {config.name!r}: explicit quantization needs Calibration(algorithm=...) "
+                          "one of minmax, entropy, percentile, distribution", field="calibration.algorithm")
+    onnx_sha = onnx_sha256 or config.onnx_sha256
+    folder = store_root() / (key := store_key(config, onnx_sha))[:2] / key
+    outcome = _load(folder)
+    if outcome is None:
+        outcome = _store(folder, _calibrate(config, calib))
+    _sync_cache_file(config, calib, outcome)
+    return outcome
+
+
+def _load(folder: Path) -> ExplicitCalibration | None:
+    try:
+        info = json.loads((folder / INFO_FILE).read_text(encoding="utf-8"))
+        ok = (hashlib.sha256((folder / QDQ_FILE).read_bytes()).hexdigest() == info["qdq_model_sha256"]
+              and hashlib.sha256((folder / CACHE_FILE).read_bytes()).hexdigest() == info["cache_sha256"])
+    except (OSError, ValueError, KeyError):
+        return None
+    return ExplicitCalibration(folder, info, from_store=True) if ok else None
+
+
+def _store(folder: Path, parts: tuple[bytes, str, dict[str, Any]]) -> ExplicitCalibration:
+    qdq, cache_text, info = parts
+    tmp = folder.parent / f".{folder.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+    tmp.mkdir(parents=True, exist_ok=True)
+    try:
+        (tmp / QDQ_FILE).write_bytes(qdq)
+        (tmp / CACHE_FILE).write_text(cache_text, encoding="utf-8")
+        (tmp / INFO_FILE).write_text(json.dumps(info, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        if folder.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+        os.replace(tmp, folder)
+    except OSError:
+        if not folder.exists():
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return ExplicitCalibration(folder, info, from_store=False)
+
+
+def _existing_cache(config: BuildConfig, calib: Calibration) -> Ranges | None:
+    """The ranges of the pinned cache file when it exists and was written for this algorithm."""
+    if calib.cache is None or not Path(calib.cache).is_file():
+        return None
+    parsed = parse_calibration_cache(Path(calib.cache).read_text(encoding="utf-8", errors="replace"),
+                                     strict=True, path=str(calib.cache))
+    found = algorithm_of_header(parsed.header)
+    if found != calib.algorithm:
+        raise BuildFailed(
+            f"BuildConfig {config.name!r}: calibration cache {str(calib.cache)!r} was written by "
+            f"{parsed.calibrator or parsed.header!r} ({found or 'unknown algorithm'}), but the config pins "
+            f"algorithm={calib.algorithm!r} ({HEADER_ALGORITHMS[calib.algorithm]}). Delete the cache to "
+            "recalibrate with the pinned algorithm, or pin the algorithm the cache was made with.",
+            config_name=config.name, stage="calibration")
+    return Ranges(calib.algorithm, {k: (-s * 127.0, s * 127.0) for k, s in parsed.scales.items()})
+
+
+def _calibrate(config: BuildConfig, calib: Calibration) -> tuple[bytes, str, dict[str, Any]]:
+    import onnxruntime
+
+    from pytest_trt.calibration.data import load_samples
+    from pytest_trt.calibration.qdq import quantize
+    from pytest_trt.calibration.ranges import compute_ranges
+
+    t0 = time.perf_counter()
+    samples = load_samples(calib, input_name=_single_input(config))
+    used = samples.used(calib.batch_size, calib.num_batches)
+    ranges = _existing_cache(config, calib)
+    source = "cache" if ranges is not None else "calibrator"
+    if ranges is None:
+        with contextlib.redirect_stdout(io.StringIO()):
+            ranges = compute_ranges(config.onnx, used.batches(calib.batch_size), calib.algorithm,
+                                    percentile=calib.percentile)
+    ranges_s = time.perf_counter() - t0
+    qdq = quantize(config.onnx, ranges, per_channel=calib.per_channel)
+    cache_text = format_calibration_cache(calib.algorithm, ranges.scales(), tag=EXPLICIT_TAG)
+    info = {
+        "schema": STORE_SCHEMA,
+        "algorithm": calib.algorithm,
+        "mode": "explicit",
+        "quantizer": f"onnxruntime {onnxruntime.__version__} QDQQuantizer, "
+                     f"{calib.algorithm} ranges ({'read from the cache' if source == 'cache' else 'calibrated'})",
+        "ranges_source": source,
+        "cache_header": cache_text.split("\n", 1)[0],
+        "cache_sha256": hashlib.sha256(cache_text.encode("utf-8")).hexdigest(),
+        "qdq_model_sha256": hashlib.sha256(qdq).hexdigest(),
+        "ranges": ranges.to_json(),
+        "samples": used.n,
+        "batches": -(-used.n // calib.batch_size),
+        "class_counts": {str(k): v for k, v in used.class_counts().items()},
+        "data_sha256": calib.data_sha256(),
+        "seconds": {"ranges": ranges_s, "total": time.perf_counter() - t0},
+    }
+    return qdq, cache_text, info
+
+
+def _single_input(config: BuildConfig) -> str | None:
+    import onnx
+
+    model = onnx.load(str(config.onnx), load_external_data=False)
+    inits = {i.name for i in model.graph.initializer}
+    names = [i.name for i in model.graph.input if i.name not in inits]
+    return names[0] if len(names) == 1 else None
+
+
+def _sync_cache_file(config: BuildConfig, calib: Calibration, outcome: ExplicitCalibration) -> None:
+    """Write the pinned cache path (unless it holds these bytes already); enforce ``cache_sha256``."""
+    text = outcome.cache_text
+    got = outcome.info["cache_sha256"]
+    if calib.cache_sha256 is not None and got != calib.cache_sha256:
+        raise BuildFailed(
+            f"BuildConfig {config.name!r}: calibration cache sha256 is {got}, the config pins "
+            f"cache_sha256={calib.cache_sha256}. The calibration data, algorithm or quantizer changed; compare "
+            f"the caches (pytest_trt.calibration.compare_caches) and, if the new scales are approved, pin the new "
+            f"hash.", config_name=config.name, stage="calibration", obtained=got, expected=calib.cache_sha256)
+    if calib.cache is None:
+        return
+    path = Path(calib.cache)
+    if not path.is_file() or path.read_bytes() != text.encode("utf-8"):
+        write_calibration_cache(path, text)

@@ -1,0 +1,121 @@
+"""Activation ranges computed with ONNX Runtime's calibrators, configured like TensorRT's.
+
+TensorRT's entropy calibrator builds a 2048-bin histogram of |x| and searches
+the clipping threshold that minimises the KL divergence to a 128-level
+quantization; ONNX Runtime's ``quantize_static`` defaults its entropy
+calibrator to 128 bins with 128 quantized bins, where the search has nothing
+to clip and entropy gives min-max's ranges (measured).  So ranges are computed
+here through ``create_calibrator`` with TensorRT's settings, recorded, and the
+Q/DQ model is made from them (:mod:`pytest_trt.calibration.qdq`).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import warnings
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+#: algorithm -> (ORT CalibrationMethod member, extra_options); symmetric like TensorRT's INT8
+METHODS: dict[str, tuple[str, dict[str, Any]]] = {
+    "minmax": ("MinMax", {"symmetric": True}),
+    "entropy": ("Entropy", {"symmetric": True, "num_bins": 2048, "num_quantized_bins": 128}),
+    "percentile": ("Percentile", {"symmetric": True, "num_bins": 2048}),
+    "distribution": ("Distribution", {"num_bins": 2048, "scenario": "same"}),
+}
+DEFAULT_PERCENTILE = 99.999
+
+
+@dataclass(frozen=True)
+class Ranges:
+    """Per-tensor (low, high) activation ranges from one calibration method."""
+
+    algorithm: str
+    values: Mapping[str, tuple[float, float]]
+
+    def amax(self, tensor: str) -> float:
+        lo, hi = self.values[tensor]
+        return max(abs(lo), abs(hi))
+
+    def scales(self) -> dict[str, float]:
+        """TensorRT's per-tensor INT8 scale: amax / 127."""
+        return {name: float(np.float32(self.amax(name)) / np.float32(127.0)) for name in sorted(self.values)}
+
+    def to_json(self) -> dict[str, list[float]]:
+        return {k: [float(lo), float(hi)] for k, (lo, hi) in sorted(self.values.items())}
+
+
+class _Reader:
+    """An ONNX Runtime CalibrationDataReader over in-memory batches (duck-typed: get_next)."""
+
+    def __init__(self, batches: Iterable[Mapping[str, np.ndarray]]) -> None:
+        self._it: Iterator[Mapping[str, np.ndarray]] = iter(batches)
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        batch = next(self._it, None)
+        return None if batch is None else dict(batch)
+
+    def __iter__(self) -> Iterator[dict[str, np.ndarray]]:
+        while (batch := self.get_next()) is not None:
+            yield batch
+
+    def __len__(self) -> int:  # only strided calibration asks; we never stride
+        raise TypeError("length unknown")
+
+
+def op_types_to_calibrate() -> list[str]:
+    """The op types ``quantize_static`` quantizes in QDQ format (so every tensor the Q/DQ model needs has a range)."""
+    from onnxruntime.quantization.registry import QDQRegistry, QLinearOpsRegistry
+
+    return sorted(set(QLinearOpsRegistry) | set(QDQRegistry))
+
+
+def compute_ranges(
+    model: Path,
+    batches: Iterable[Mapping[str, np.ndarray]],
+    algorithm: str,
+    *,
+    percentile: float | None = None,
+) -> Ranges:
+    """Feed ``batches`` through ``model`` with the ``algorithm`` calibrator; return the ranges it computes."""
+    from onnxruntime.quantization.calibrate import CalibrationMethod, create_calibrator
+
+    if algorithm not in METHODS:
+        raise ValueError(f"no explicit calibration method {algorithm!r}; choose one of {', '.join(METHODS)}")
+    member, options = METHODS[algorithm]
+    options = dict(options)
+    if algorithm == "percentile":
+        options["percentile"] = DEFAULT_PERCENTILE if percentile is None else percentile
+    with tempfile.TemporaryDirectory(prefix="pytest-trt-calib-") as tmp:
+        calibrator = create_calibrator(
+            Path(model),
+            op_types_to_calibrate(),
+            augmented_model_path=str(Path(tmp) / "augmented.onnx"),
+            calibrate_method=getattr(CalibrationMethod, member),
+            providers=["CPUExecutionProvider"],
+            extra_options=options,
+        )
+        calibrator.collect_data(_Reader(batches))
+        with warnings.catch_warnings():  # the distribution calibrator's std of an all-zero histogram is NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            data = calibrator.compute_data()
+        del calibrator
+    values: dict[str, tuple[float, float]] = {}
+    for name, td in data.data.items():
+        values[name] = _range(td)
+    return Ranges(algorithm, values)
+
+
+def _range(td: Any) -> tuple[float, float]:
+    if isinstance(td, tuple):
+        lo, hi = td
+    elif hasattr(td, "lowest") and hasattr(td, "highest"):
+        lo, hi = td.lowest, td.highest
+    else:  # the distribution calibrator: mean and standard deviation
+        avg, std = td.avg_std
+        lo, hi = np.asarray(avg) - 3 * np.asarray(std), np.asarray(avg) + 3 * np.asarray(std)
+    return float(np.min(lo)), float(np.max(hi))

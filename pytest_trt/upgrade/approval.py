@@ -1,0 +1,23 @@
+"""``--trt-approve-report report.html``: tie an approved golden refresh to the upgrade report it was decided on."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+
+class ReportReferenceError(ValueError):
+    """The report file given to the approval cannot be read."""
+
+
+def report_reference(path: str | Path) -> dict[str, Any]:
+    """``{"path": ..., "sha256": ...}`` of the report, for APPROVALS.jsonl and the golden's history."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise ReportReferenceError(
+            f"--trt-approve-report {p}: cannot read the report ({exc.strerror or exc}); write it first with "
+            "`pytest-trt upgrade-report OLD NEW -o report.html`") from None
+    return {"path": str(p), "sha256": hashlib.sha256(data).hexdigest()}

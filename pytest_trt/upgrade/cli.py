@@ -1,0 +1,76 @@
+"""Command-line entry points of the upgrade review, registered by :func:`pytest_trt.cli.build_parser`.
+
+    pytest-trt log diff OLD.log NEW.log [--onnx MODEL] [--tactics] [--json]
+    pytest-trt upgrade-report OLD NEW [-o report.html] [--json] [--localize]
+
+Exit codes follow :mod:`pytest_trt.cli`: 0 nothing changed (``upgrade-report``: no regression and
+nothing unpaired or uncomparable), 1 differences (``upgrade-report``: a regression, a config that
+could not be compared, or an unpaired bundle), 3 a file cannot be used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_FAILED, EXIT_FILE = 0, 1, 3
+
+
+class UpgradeInputError(Exception):
+    """A path given to the upgrade commands cannot be used; the message is the one line shown."""
+
+
+def _print(args: argparse.Namespace, doc: Any, lines: list[str]) -> None:
+    if args.json:
+        print(json.dumps(doc, indent=2, sort_keys=True, default=str))
+    else:
+        print("\n".join(lines))
+
+
+def cmd_log_diff(args: argparse.Namespace) -> int:
+    from pytest_trt.errors import TrtError
+    from pytest_trt.upgrade.logdiff import diff_logs
+
+    for p in (args.old, args.new, args.onnx):
+        if p is not None and not p.is_file():
+            raise UpgradeInputError(f"{p}: no such file")
+    try:
+        result = diff_logs(args.old, args.new, mask_tactics=not args.tactics, onnx=args.onnx)
+    except (TrtError, OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UpgradeInputError(f"cannot read the logs as TensorRT build logs ({exc})") from None
+    _print(args, result.to_dict(), result.lines())
+    return EXIT_OK if result.diff.is_empty else EXIT_FAILED
+
+
+def cmd_upgrade_report(args: argparse.Namespace) -> int:
+    from pytest_trt.upgrade.report import run_report
+
+    return int(run_report(args))
+
+
+def register_log_diff(log: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``diff`` to the ``log`` command group."""
+    p = log.add_parser("diff", parents=[common], help="structure differences of two verbose build logs "
+                       "(fusions, precisions, layers, memory, warnings; exit 1 when anything differs)")
+    p.add_argument("old", type=Path, metavar="OLD.log")
+    p.add_argument("new", type=Path, metavar="NEW.log")
+    p.add_argument("--onnx", type=Path, metavar="MODEL", help="the ONNX model, for exact node origins")
+    p.add_argument("--tactics", action="store_true", help="report tactic changes too (masked by default)")
+    p.set_defaults(func=cmd_log_diff)
+
+
+def register_upgrade(groups: Any, common: argparse.ArgumentParser) -> None:
+    """Add the ``upgrade-report`` command."""
+    p = groups.add_parser("upgrade-report", parents=[common],
+                          help="one HTML review of two runs of a suite (bundle folders or bundle files)")
+    p.add_argument("old", metavar="OLD", help="the old run: a bundle folder, a bundle, or bundles joined by commas")
+    p.add_argument("new", metavar="NEW", help="the new run, the same way")
+    p.add_argument("-o", "--output", type=Path, default=Path("upgrade-report.html"), metavar="HTML",
+                   help="where to write the self-contained HTML report (default upgrade-report.html)")
+    p.add_argument("--no-html", action="store_true", help="print the summary (or --json) only")
+    p.add_argument("--tactics", action="store_true", help="list tactic changes in the main view")
+    p.add_argument("--localize", action="store_true",
+                   help="for ONNX Runtime configs whose outputs regressed, find the first diverging ONNX node")
+    p.set_defaults(func=cmd_upgrade_report)

@@ -1,0 +1,67 @@
+"""A note in the bundle folder when a build fails, so an upgrade report can say "could not build on OLD".
+
+A failed build leaves no engine and so no bundle; without this note the
+config would look merely absent from that run.  The note is small JSON,
+written atomically, named ``<name>-v<version>-<backend>.build-failed.json``.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from pytest_trt.fileio import write_bytes_atomic
+from pytest_trt.upgrade.pairing import FAILED_SUFFIX
+
+_DISTRIBUTION = {"tensorrt-rtx": "tensorrt-rtx", "tensorrt": "tensorrt", "onnxruntime": "onnxruntime"}
+
+
+def _version(backend: str | None) -> str:
+    try:
+        return importlib.metadata.version(_DISTRIBUTION.get(backend or "", backend or "unknown"))
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return "unknown"
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text) or "unknown"
+
+
+def failure_note(config: Any, exc: Any, *, backend: str | None, test: str) -> dict[str, Any]:
+    """The JSON document of one failed build (``config`` a BuildConfig, ``exc`` a BuildFailed)."""
+    return {
+        "schema": 1,
+        "kind": "build-failed",
+        "config": {"name": str(getattr(config, "name", exc.config_name)),
+                   "version": str(getattr(config, "version", ""))},
+        "backend": backend or "unknown",
+        "backend_version": _version(backend),
+        "stage": exc.stage,
+        "message": exc.message,
+        "test": test,
+    }
+
+
+def write_failure_note(folder: Path, note: dict[str, Any]) -> Path:
+    """Write ``note`` into ``folder`` (created when missing); return its path."""
+    config = note["config"]
+    name = f"{_safe(config['name'])}-v{_safe(config['version'])}-{_safe(note['backend'])}{FAILED_SUFFIX}"
+    path = Path(folder) / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = (json.dumps(note, sort_keys=True, indent=1) + "\n").encode("utf-8")
+    write_bytes_atomic(path, data)
+    return path
+
+
+def note_build_failure(item: Any, exc: BaseException, *, folder: Path, backend: str | None) -> Path | None:
+    """Write the note when ``exc`` is a BuildFailed of the test's ``@pytest.mark.trt`` config."""
+    from pytest_trt.errors import BuildFailed
+
+    if not isinstance(exc, BuildFailed):
+        return None
+    marker = item.get_closest_marker("trt")
+    config = (marker.args[0] if marker.args else marker.kwargs.get("config")) if marker else None
+    return write_failure_note(folder, failure_note(config, exc, backend=backend, test=item.nodeid))

@@ -1,0 +1,195 @@
+"""One self-contained HTML file: inline CSS and inline PNG pictures, no external URL of any kind."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+from pytest_trt.upgrade import pictures
+from pytest_trt.upgrade.model import NOT_COMPARED, REGRESSION, UNCHANGED, ConfigReview, UpgradeReport
+
+_CSS = """
+body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1200px}
+h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}h3{font-size:1em}
+table{border-collapse:collapse;margin:.4em 0;font-size:.85em}
+td,th{border:1px solid #ddd;padding:2px 6px;text-align:left}
+th{background:#f3f3f3}.v{font-weight:bold;padding:2px 8px;border-radius:4px;white-space:nowrap}
+.regression{background:#f8d0d0}.could-not-compare{background:#f8e3c0}.changed{background:#fff3b0}
+.unchanged{background:#d5f0d5}.breach{color:#b00;font-weight:bold}img{max-width:100%;margin:.3em 0}
+details{margin:.5em 0}summary{cursor:pointer;color:#555}code{font-size:.9em}
+"""
+
+
+def _cls(verdict: str) -> str:
+    if verdict == REGRESSION:
+        return "regression"
+    if verdict == NOT_COMPARED:
+        return "could-not-compare"
+    return "unchanged" if verdict == UNCHANGED else "changed"
+
+
+def _fmt(value: Any) -> str:
+    """Floats rounded for display only; the JSON keeps full precision."""
+    if isinstance(value, float):
+        return "0" if value == 0 else f"{value:.4g}"
+    return "-" if value is None else escape(str(value))
+
+
+def _table(head: list[str], rows: list[list[str]]) -> str:
+    h = "".join(f"<th>{escape(c)}</th>" for c in head)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><tr>{h}</tr>{body}</table>"
+
+
+def _list(title: str, items: list[str], limit: int = 30) -> str:
+    if not items:
+        return ""
+    shown = "".join(f"<li><code>{escape(i)}</code></li>" for i in items[:limit])
+    more = f"<li>... {len(items) - limit} more (see --json)</li>" if len(items) > limit else ""
+    return f"<h3>{escape(title)} ({len(items)})</h3><ul>{shown}{more}</ul>"
+
+
+class _Pictures:
+    """Pictures to draw, collected while the HTML is assembled, then drawn together (in parallel when many)."""
+
+    def __init__(self) -> None:
+        self.jobs: list[tuple[str, tuple[Any, ...]]] = []
+        self.alts: list[str] = []
+
+    def __call__(self, kind: str, *args: Any, alt: str) -> str:
+        self.jobs.append((kind, args))
+        self.alts.append(alt)
+        return f"<!--picture {len(self.jobs) - 1}-->"
+
+    def fill(self, text: str) -> str:
+        for i, uri in enumerate(pictures.draw_all(self.jobs)):
+            img = f'<img alt="{escape(self.alts[i])}" src="{uri}">' if uri else ""
+            text = text.replace(f"<!--picture {i}-->", img, 1)
+        return text
+
+
+def _build_seconds(r: ConfigReview) -> tuple[float, float] | None:
+    """Builder seconds of both runs (shown with a changed structure; per-run jitter otherwise, so noise)."""
+    if r.old is None or r.new is None or r.old.bundle is None or r.new.bundle is None:
+        return None
+    a = r.old.bundle.build["build"].get("durations", {}).get("build")
+    b = r.new.bundle.build["build"].get("durations", {}).get("build")
+    return (float(a), float(b)) if isinstance(a, (int, float)) and isinstance(b, (int, float)) else None
+
+
+def _structure(r: ConfigReview, tactics: bool, pics: _Pictures) -> str:
+    d = r.structure
+    if d is None or d.is_empty:
+        return "<p>structure: no change</p>" if d is not None else ""
+    parts = ["<h3>structure</h3>"]
+    facts = []
+    if d.versions:
+        facts.append(f"backend version {_fmt(d.versions[0])} &rarr; {_fmt(d.versions[1])}")
+    if d.layer_count:
+        facts.append(f"engine layers {d.layer_count[0]} &rarr; {d.layer_count[1]}")
+    if d.reformat_count:
+        facts.append(f"reformat layers {d.reformat_count[0]} &rarr; {d.reformat_count[1]}")
+    if d.masked_tactic_changes:
+        facts.append(f"{d.masked_tactic_changes} tactic change(s) (masked)")
+    seconds = _build_seconds(r)
+    if seconds:
+        facts.append(f"build {seconds[0]:.2f} s &rarr; {seconds[1]:.2f} s")
+    if facts:
+        parts.append("<p>" + "; ".join(facts) + "</p>")
+    parts.append(_list("fusions gained", [" + ".join(s) for s in d.fusions_gained]))
+    parts.append(_list("fusions lost", [" + ".join(s) for s in d.fusions_lost]))
+    if d.precision_changes:
+        parts.append("<h3>precision changes per node</h3>" + _table(
+            ["ONNX node", "old", "new"], [[escape(n), _fmt(a), _fmt(b)] for n, a, b in d.precision_changes[:60]]))
+    parts.append(_list("layers added", list(d.layers_added)))
+    parts.append(_list("layers removed", list(d.layers_removed)))
+    if tactics:
+        parts.append(_list("tactic changes", [f"{n}: {a} -> {b}" for n, a, b in d.tactic_changes]))
+    if d.memory:
+        parts.append("<h3>memory</h3>" + _table(["field", "old", "new"],
+                                                 [[escape(k), _fmt(a), _fmt(b)] for k, (a, b) in d.memory.items()]))
+    parts.append(_list("new warnings", [w.splitlines()[0][:200] for w in d.new_warnings]))
+    if r.old and r.new and r.old.bundle and r.new.bundle:
+        ra, rb = r.old.bundle.record(), r.new.bundle.record()
+        if ra is not None and rb is not None:
+            parts.append(pics("timeline", ra, rb, alt=f"{r.title} layer timeline"))
+    return "".join(parts)
+
+
+def _outputs(r: ConfigReview, pics: _Pictures) -> str:
+    if not r.metrics:
+        return ""
+    rows = []
+    for m in r.metrics:
+        cls = ' class="breach"' if m.breached else ""
+        bound = "" if m.threshold is None else f"{'&le;' if m.bound == 'max' else '&ge;'} {_fmt(m.threshold)}"
+        rows.append([escape(m.test.rsplit("::", 1)[-1]), escape(m.output), escape(m.tag or ""), escape(m.metric),
+                     _fmt(m.old), f"<span{cls}>{_fmt(m.new)}</span>", bound])
+    parts = ["<h3>outputs (golden metrics, old vs new)</h3>",
+             _table(["test", "output", "tag", "metric", "old", "new", "threshold"], rows)]
+    for test, outputs in r.outputs_new.items():
+        for name, summary in sorted(outputs.items()):
+            old = r.outputs_old.get(test, {}).get(name)
+            hists = summary.get("histograms") or {}
+            if hists and all(((old or {}).get("histograms") or {}).get(k) == v for k, v in hists.items()):
+                parts.append(f"<p>{escape(name)}: per-sample confidence, entropy and top-2 margin histograms "
+                             "are identical in both runs</p>")
+            parts.append(pics("histograms", name, old, summary, alt=f"{name} histograms"))
+            parts.append(pics("confusion_change", name, old, summary, alt=f"{name} confusion change"))
+    parts.append(pics("tag_bars", list(r.metrics), alt=f"{r.title} per-tag bars"))
+    return "".join(parts)
+
+
+def _localization(r: ConfigReview) -> str:
+    loc = r.localization
+    if not loc:
+        return ""
+    if not loc.get("node"):
+        return f"<h3>where it went wrong</h3><p>{escape(str(loc.get('note', 'no diverging node found')))}</p>"
+    rows = [[escape(str(s["node"])), _fmt(s["error"])] for s in loc.get("path", [])]
+    return (f"<h3>where it went wrong</h3><p>first diverging ONNX node: <code>{escape(loc['node'])}</code> "
+            f"(fusion group: <code>{escape(' + '.join(loc.get('group') or []))}</code>), "
+            f"{escape(str(loc.get('compared')))}, {loc.get('steps')} bisection steps. "
+            f"{escape(str(loc.get('note') or ''))}</p>" + _table(["node on the path", "error"], rows))
+
+
+def _config(r: ConfigReview, tactics: bool, pics: _Pictures) -> str:
+    head = (f'<h2 id="{escape(r.name)}">{escape(r.title)} <span class="v {_cls(r.verdict)}">'
+            f"{escape(r.verdict)}</span></h2>")
+    reasons = "".join(f"<li>{escape(x)}</li>" for x in r.reasons)
+    parts = [head, f"<ul>{reasons}</ul>" if reasons else ""]
+    if r.old is not None and r.new is not None and r.old.bundle is not None and r.new.bundle is not None:
+        parts += [_structure(r, tactics, pics), _outputs(r, pics), _localization(r)]
+        if r.environment:
+            main = [e for e in r.environment if not e[0].startswith("package ")]
+            packages = [e for e in r.environment if e[0].startswith("package ")]
+            parts.append("<h3>environment</h3>" + _table(["what", "old", "new"], [
+                [escape(k), _fmt(a), _fmt(b)] for k, a, b in main]))
+            if packages:
+                parts.append(f"<details><summary>{len(packages)} installed package(s) differ</summary>"
+                             + _table(["package", "old", "new"], [[escape(k[8:]), _fmt(a), _fmt(b)]
+                                                                  for k, a, b in packages]) + "</details>")
+        if r.noise:
+            parts.append(f"<details><summary>noise: {len(r.noise)} value(s) that differ on every run</summary>"
+                         + _table(["what", "old", "new"], [[escape(k), _fmt(a), _fmt(b)] for k, a, b in r.noise])
+                         + "</details>")
+    return "".join(parts)
+
+
+def render_html(report: UpgradeReport, *, tactics: bool = False) -> str:
+    pics = _Pictures()
+    counts = ", ".join(f"{n} {v}" for v, n in report.counts.items() if n)
+    rows = [[f'<a href="#{escape(r.name)}">{escape(r.title)}</a>', f'<span class="v {_cls(r.verdict)}">'
+             f"{escape(r.verdict)}</span>", escape(r.reasons[0] if r.reasons else "")] for r in report.reviews]
+    unpaired = [[escape(s.name), escape(s.version), "OLD only", escape(s.path)] for s in report.only_old]
+    unpaired += [[escape(s.name), escape(s.version), "NEW only", escape(s.path)] for s in report.only_new]
+    body = [
+        "<h1>Upgrade review</h1>",
+        f"<p>OLD: <code>{escape(report.old_label)}</code><br>NEW: <code>{escape(report.new_label)}</code></p>",
+        f"<p><b>{escape(counts or 'no paired configs')}</b>; {len(unpaired)} unpaired</p>",
+        _table(["config", "verdict", "first reason"], rows),
+        ("<h2>unpaired bundles</h2>" + _table(["config", "version", "where", "path"], unpaired)) if unpaired else "",
+        *(_config(r, tactics, pics) for r in report.reviews),
+    ]
+    return pics.fill("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>pytest-trt upgrade "
+                     f"review</title><style>{_CSS}</style></head><body>{''.join(body)}</body></html>\n")

@@ -1,0 +1,277 @@
+"""The upgrade review of paired configs: verdict first, then structure, outputs, environment, noise."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_trt.audit.diff import changes
+from pytest_trt.buildlog.diff import RecordDiff, diff_records
+from pytest_trt.upgrade.pairing import Pairing, Side
+
+UNCHANGED = "unchanged"
+WITHIN = "changed within thresholds"
+CHANGED_UNCHECKED = "changed (outputs not checked)"
+REGRESSION = "regression"
+NOT_COMPARED = "could not compare"
+#: worst first: the report sorts configs by this
+SEVERITY = {REGRESSION: 0, NOT_COMPARED: 1, CHANGED_UNCHECKED: 2, WITHIN: 3, UNCHANGED: 4}
+
+#: metric name in OutputMetrics.to_dict -> (threshold name, "max" or "min")
+_ELEMENT_METRICS = {
+    "l2_delta": ("l2_delta", "max"),
+    "max_abs": ("max_abs", "max"),
+    "max_rel": ("max_rel", "max"),
+    "cosine": ("cosine", "min"),
+    "top1_agreement": ("top1_agreement", "min"),
+    "accuracy": (None, None),
+}
+#: environment keys that are noise for a reviewer (they differ between any two runs)
+_NOISE_ENV = ("hostname", "timestamp", "git", "cwd", "rootdir", "pid", "user")
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """One golden metric of one output (and tag) in both runs, with its threshold."""
+
+    test: str
+    output: str
+    metric: str
+    old: float | None
+    new: float | None
+    threshold: float | None = None
+    bound: str | None = None  # "max" or "min"
+    tag: str | None = None
+
+    @property
+    def breached(self) -> bool:
+        if self.new is None or self.threshold is None:
+            return False
+        return self.new > self.threshold if self.bound == "max" else self.new < self.threshold
+
+    @property
+    def changed(self) -> bool:
+        return self.old != self.new
+
+
+@dataclass(frozen=True)
+class ConfigReview:
+    name: str
+    version: str
+    verdict: str
+    reasons: tuple[str, ...]
+    old: Side | None
+    new: Side | None
+    structure: RecordDiff | None = None
+    metrics: tuple[MetricRow, ...] = ()
+    environment: tuple[tuple[str, Any, Any], ...] = ()
+    noise: tuple[tuple[str, Any, Any], ...] = ()
+    outputs_old: Mapping[str, Any] = field(default_factory=dict)  # test -> output summaries (pictures)
+    outputs_new: Mapping[str, Any] = field(default_factory=dict)
+    localization: Mapping[str, Any] | None = None
+
+    @property
+    def title(self) -> str:
+        return f"{self.name} v{self.version}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "config": self.name, "version": self.version, "verdict": self.verdict, "reasons": list(self.reasons),
+            "old": _side_dict(self.old), "new": _side_dict(self.new),
+            "structure": self.structure.to_dict() if self.structure is not None else None,
+            "metrics": [{**vars(m), "breached": m.breached} for m in self.metrics],
+            "environment": [{"key": k, "old": a, "new": b} for k, a, b in self.environment],
+            "noise": [{"key": k, "old": a, "new": b} for k, a, b in self.noise],
+            "localization": dict(self.localization) if self.localization else None,
+        }
+
+
+def _side_dict(side: Side | None) -> dict[str, Any] | None:
+    if side is None:
+        return None
+    return {"path": side.path, "backend": side.backend, "backend_version": side.backend_version,
+            "sha256": side.bundle.sha256 if side.bundle is not None else None,
+            "build_failed": dict(side.failure) if side.failure is not None else None}
+
+
+def _unpaired_dict(side: Side) -> dict[str, Any]:
+    return {**(_side_dict(side) or {}), "config": side.name, "version": side.version}
+
+
+@dataclass(frozen=True)
+class UpgradeReport:
+    old_label: str
+    new_label: str
+    reviews: tuple[ConfigReview, ...]
+    only_old: tuple[Side, ...]
+    only_new: tuple[Side, ...]
+
+    @property
+    def counts(self) -> dict[str, int]:
+        out = {k: 0 for k in SEVERITY}
+        for r in self.reviews:
+            out[r.verdict] += 1
+        return out
+
+    @property
+    def ok(self) -> bool:
+        """Nothing regressed, everything was compared, nothing unpaired."""
+        return all(r.verdict in (UNCHANGED, WITHIN, CHANGED_UNCHECKED) for r in self.reviews) and not (
+            self.only_old or self.only_new)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "old": self.old_label, "new": self.new_label, "counts": self.counts, "ok": self.ok,
+            "configs": [r.to_dict() for r in self.reviews],
+            "only_old": [_unpaired_dict(s) for s in self.only_old],
+            "only_new": [_unpaired_dict(s) for s in self.only_new],
+        }
+
+
+def _drop(m: Mapping[str, Any]) -> float | None:
+    return None if m.get("accuracy_drop") is None else -float(m["accuracy_drop"])
+
+
+def _metric_rows(test: str, output: str, old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[MetricRow]:
+    om, nm = (old or {}).get("metrics", {}), new.get("metrics", {})
+    th = new.get("thresholds", {})
+    rows = []
+    for metric, (tname, bound) in _ELEMENT_METRICS.items():
+        if om.get(metric) is None and nm.get(metric) is None:
+            continue
+        rows.append(MetricRow(test, output, metric, om.get(metric), nm.get(metric),
+                              th.get(tname) if tname else None, bound))
+    if nm.get("accuracy_drop") is not None and th.get("top1_drop") is not None:
+        rows.append(MetricRow(test, output, "top1_drop", _drop(om), _drop(nm), th["top1_drop"], "max"))
+    for stat, d in sorted(nm.get("drift", {}).items()):
+        od = om.get("drift", {}).get(stat, {})
+        rows.append(MetricRow(test, output, f"drift_sd:{stat}", od.get("drift_sd"), d.get("drift_sd"),
+                              th.get("drift_sd"), "max"))
+    for tag, t in sorted(nm.get("tags", {}).items()):
+        ot = om.get("tags", {}).get(tag, {})
+        for key in ("accuracy", "agreement"):
+            if t.get(key) is not None:
+                rows.append(MetricRow(test, output, key, ot.get(key), t.get(key), tag=tag))
+        if t.get("accuracy") is not None and t.get("golden_accuracy") is not None and th.get("top1_drop") is not None:
+            od = None if ot.get("accuracy") is None else float(ot["golden_accuracy"]) - float(ot["accuracy"])
+            rows.append(MetricRow(test, output, "top1_drop", od, float(t["golden_accuracy"]) - float(t["accuracy"]),
+                                  th["top1_drop"], "max", tag=tag))
+    return rows
+
+
+def _summaries(side: Side) -> dict[str, Any]:
+    """test id -> {output: summary} of the checks that stored one."""
+    golden = (side.bundle.golden if side.bundle is not None else None) or {}
+    return {test: v["outputs"]["outputs"] for test, v in sorted(golden.items())
+            if isinstance(v.get("outputs"), Mapping) and "outputs" in v["outputs"]}
+
+
+def _counterpart(test: str, old: Mapping[str, Any]) -> Any:
+    """The OLD run's check of ``test``: the same test id, else the one test of the same function name."""
+    if test in old:
+        return old[test]
+    same = [v for k, v in old.items() if k.rsplit("::", 1)[-1] == test.rsplit("::", 1)[-1]]
+    return same[0] if len(same) == 1 else {}
+
+
+def _environment(old: Side, new: Side) -> tuple[list[tuple[str, Any, Any]], list[tuple[str, Any, Any]]]:
+    assert old.bundle is not None and new.bundle is not None
+    ea, eb = old.bundle.environment, new.bundle.environment
+    main: list[tuple[str, Any, Any]] = []
+    noise: list[tuple[str, Any, Any]] = []
+    if (old.backend, old.backend_version) != (new.backend, new.backend_version):
+        main.append(("backend", f"{old.backend} {old.backend_version}", f"{new.backend} {new.backend_version}"))
+    fa = dict(x.split("==", 1) for x in ea.get("pip_freeze", ()) if "==" in x)
+    fb = dict(x.split("==", 1) for x in eb.get("pip_freeze", ()) if "==" in x)
+    for c in changes({k: v for k, v in ea.items() if k != "pip_freeze"}, {k: v for k, v in eb.items()
+                                                                           if k != "pip_freeze"}):
+        (noise if c.path.split(".")[0] in _NOISE_ENV else main).append((c.path, c.old, c.new))
+    main += [(f"package {k}", fa.get(k), fb.get(k)) for k in sorted(set(fa) | set(fb)) if fa.get(k) != fb.get(k)]
+    ba, bb = old.bundle.build["build"], new.bundle.build["build"]
+    for c in changes(ba.get("durations", {}), bb.get("durations", {})):
+        noise.append((f"build seconds {c.path}", c.old, c.new))
+    if old.path != new.path:
+        noise.append(("bundle path", old.path, new.path))
+    return main, noise
+
+
+def _first_error(message: str) -> str:
+    """The builder's own error line of a BuildFailed message, not its header nor the CUDA-probe noise."""
+    lines = [x.strip() for x in message.splitlines()[1:] if x.strip()]
+    useful = [x for x in lines if "Error" in x and "Thread context" not in x and "catchCudaError" not in x]
+    return (useful or lines or [message.strip()])[0][:300]
+
+
+def _failed_review(old: Side, new: Side) -> ConfigReview:
+    where = "OLD" if old.failure is not None else "NEW"
+    failed = old if old.failure is not None else new
+    note = failed.failure or {}
+    reasons = [f"could not build on {where} ({failed.backend} {failed.backend_version}, "
+               f"stage {note.get('stage')}): {_first_error(str(note.get('message', '')))}"]
+    if old.failure is not None and new.failure is not None:
+        reasons = ["could not build on OLD nor on NEW"]
+    return ConfigReview(old.name, old.version, NOT_COMPARED, tuple(reasons), old, new)
+
+
+def _change_summary(structure: RecordDiff | None, rows: list[MetricRow], engine_changed: bool,
+                    env: list[tuple[str, Any, Any]]) -> str:
+    bits = []
+    if structure is not None and structure.has_structure_changes:
+        bits.append(f"structure changed ({len(structure.fusions_gained)} fusions gained, "
+                    f"{len(structure.fusions_lost)} lost, {len(structure.precision_changes)} precision changes"
+                    + (f", layers {structure.layer_count[0]} -> {structure.layer_count[1]}" if structure.layer_count
+                       else "") + ")")
+    elif engine_changed:
+        bits.append("engine bytes changed, same layers and fusions")
+    if rows:
+        moved = sum(1 for r in rows if r.changed)
+        bits.append(f"{moved} of {len(rows)} golden metrics moved, none past its threshold")
+    if env:
+        bits.append(f"{len(env)} environment difference(s)")
+    return "; ".join(bits) or "no difference a reviewer needs to see"
+
+
+def review_pair(old: Side, new: Side, *, mask_tactics: bool = True) -> ConfigReview:
+    """Compare one config of both runs."""
+    if old.bundle is None or new.bundle is None:
+        return _failed_review(old, new)
+    reasons: list[str] = []
+    rec_a, rec_b = old.bundle.record(), new.bundle.record()
+    structure = diff_records(rec_a, rec_b, mask_tactics=mask_tactics) if rec_a and rec_b else None
+    if structure is None:
+        reasons.append("a bundle holds no build record: structure not compared")
+    outs_a, outs_b = _summaries(old), _summaries(new)
+    outs_a = {test: _counterpart(test, outs_a) for test in outs_b} if outs_b else outs_a
+    rows: list[MetricRow] = []
+    for test, outputs in outs_b.items():
+        for output, summary in sorted(outputs.items()):
+            rows += _metric_rows(test, output, outs_a.get(test, {}).get(output), summary)
+    env, noise = _environment(old, new)
+    breached = [r for r in rows if r.breached]
+    engine_changed = old.bundle.engine_sha256 != new.bundle.engine_sha256
+    structure_changed = structure is not None and not structure.is_empty
+    if breached:
+        verdict = REGRESSION
+        reasons += [f"{r.output}{f'[tag={r.tag}]' if r.tag else ''}: {r.metric} {r.new:.4g} "
+                    f"{'>' if r.bound == 'max' else '<'} threshold {r.threshold:.4g} ({r.test})"
+                    for r in breached if r.new is not None and r.threshold is not None]
+    elif not (engine_changed or structure_changed or any(r.changed for r in rows) or env):
+        verdict = UNCHANGED
+    elif rows:
+        verdict = WITHIN
+    else:
+        verdict = CHANGED_UNCHECKED
+        reasons.append("no golden check stored output figures in these bundles: outputs were not compared")
+    if verdict in (WITHIN, CHANGED_UNCHECKED):
+        reasons.insert(0, _change_summary(structure, rows, engine_changed, env))
+    if outs_a and not outs_b:
+        reasons.append("OLD has golden output figures, NEW has none: the NEW run did not check its goldens")
+    return ConfigReview(old.name, old.version, verdict, tuple(reasons), old, new, structure, tuple(rows),
+                        tuple(env), tuple(noise), outs_a, outs_b)
+
+
+def build_report(pairing: Pairing, *, old_label: str, new_label: str, mask_tactics: bool = True) -> UpgradeReport:
+    reviews = sorted((review_pair(a, b, mask_tactics=mask_tactics) for a, b in pairing.pairs),
+                     key=lambda r: (SEVERITY[r.verdict], r.name, r.version))
+    return UpgradeReport(old_label, new_label, tuple(reviews), pairing.only_old, pairing.only_new)

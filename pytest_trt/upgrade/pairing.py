@@ -1,0 +1,124 @@
+"""Read the bundles (and build-failure notes) of two runs and pair them by config name and version."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_trt.audit.verify import VerifiedBundle
+
+#: suffix of the note pytest-trt writes into the bundle folder when a build fails (see failures.py)
+FAILED_SUFFIX = ".build-failed.json"
+
+
+class PairingError(Exception):
+    """A run cannot be read (no such path, nothing in it, a bundle that fails verification)."""
+
+
+def backend_of(build: Mapping[str, Any]) -> tuple[str, str]:
+    """The typed backend name and version of a bundle's ``build.json`` ``build`` object.
+
+    Newer results carry typed ``backend`` / ``backend_version`` fields; older ones
+    keep the version in ``versions`` (under the module name, the distribution
+    name, or ``backend``), and in the foundation's results ``versions["backend"]``
+    holds the backend's *name*, so only a value that starts with a digit is a version.
+    """
+    name = str(build.get("backend") or "unknown")
+    typed = build.get("backend_version")
+    if isinstance(typed, str) and typed[:1].isdigit():
+        return name, typed
+    versions = build.get("versions") or {}
+    for key in (name.replace("-", "_"), name, "backend_version", "backend"):
+        value = str(versions.get(key) or "")
+        if value[:1].isdigit():
+            return name, value
+    return name, "unknown"
+
+
+@dataclass(frozen=True)
+class Side:
+    """One config of one run: its verified bundle, or the note of its failed build."""
+
+    path: str
+    name: str
+    version: str
+    backend: str
+    backend_version: str
+    bundle: VerifiedBundle | None = None
+    failure: Mapping[str, Any] | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.name, self.version
+
+
+def _bundle_side(path: Path) -> Side:
+    from pytest_trt.audit.verify import verify_bundle
+    from pytest_trt.errors import BundleIntegrityError
+
+    try:
+        vb = verify_bundle(path)
+    except BundleIntegrityError as exc:
+        raise PairingError(f"{path}: the bundle fails verification ({exc.message}); "
+                           "check it with `pytest-trt bundle verify`") from None
+    pinned = vb.config.get("pinned", {})
+    backend, version = backend_of(vb.build["build"])
+    return Side(str(path), str(pinned.get("name")), str(pinned.get("version")), backend, version, bundle=vb)
+
+
+def _failure_side(path: Path) -> Side:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        config = doc["config"]
+        return Side(str(path), str(config["name"]), str(config.get("version")), str(doc.get("backend")),
+                    str(doc.get("backend_version")), failure=doc)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise PairingError(f"{path}: not a pytest-trt build-failure note ({exc})") from None
+
+
+def _files(spec: str) -> list[Path]:
+    out: list[Path] = []
+    for part in (p for p in spec.split(",") if p):
+        path = Path(part)
+        if path.is_dir():
+            out += sorted(path.glob("*.tar.gz")) + sorted(path.glob("*" + FAILED_SUFFIX))
+        elif path.is_file():
+            out.append(path)
+        else:
+            raise PairingError(f"{path}: no such bundle or folder")
+    return out
+
+
+def load_run(spec: str) -> list[Side]:
+    """Every config of a run: ``spec`` is a folder, a bundle, or several joined by commas."""
+    files = _files(spec)
+    if not files:
+        raise PairingError(f"{spec}: holds no bundles (*.tar.gz) and no build-failure notes; "
+                           "run the suite with --trt-bundle-dir pointing there first")
+    return [_failure_side(f) if f.name.endswith(FAILED_SUFFIX) else _bundle_side(f) for f in files]
+
+
+@dataclass(frozen=True)
+class Pairing:
+    pairs: tuple[tuple[Side, Side], ...]
+    only_old: tuple[Side, ...]
+    only_new: tuple[Side, ...]
+
+
+def pair_runs(old: list[Side], new: list[Side]) -> Pairing:
+    """Pair by (config name, version); a bundle wins over a failure note of the same key."""
+
+    def index(sides: list[Side]) -> dict[tuple[str, str], Side]:
+        out: dict[tuple[str, str], Side] = {}
+        for side in sides:
+            if side.key not in out or out[side.key].bundle is None:
+                out[side.key] = side
+        return out
+
+    a, b = index(old), index(new)
+    pairs = tuple((a[k], b[k]) for k in sorted(set(a) & set(b)))
+    return Pairing(pairs, tuple(a[k] for k in sorted(set(a) - set(b))), tuple(b[k] for k in sorted(set(b) - set(a))))

@@ -1,0 +1,80 @@
+"""``pytest-trt upgrade-report``: read both runs, pair, review, write the HTML, print the summary."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+from pathlib import Path
+
+from pytest_trt.upgrade.model import REGRESSION, UNCHANGED, UpgradeReport, build_report
+from pytest_trt.upgrade.pairing import PairingError, load_run, pair_runs
+
+
+def make_report(old: str, new: str, *, mask_tactics: bool = True, localize: bool = False) -> UpgradeReport:
+    """The review of run ``old`` against run ``new`` (folders, bundles, or comma-joined bundles)."""
+    pairing = pair_runs(load_run(old), load_run(new))
+    report = build_report(pairing, old_label=old, new_label=new, mask_tactics=mask_tactics)
+    if localize:
+        from pytest_trt.upgrade.localize import localize_report
+
+        report = localize_report(report)
+    return report
+
+
+def summary_lines(report: UpgradeReport, *, html: Path | None = None, digest: str | None = None) -> list[str]:
+    """The short terminal summary: one line per config, verdict first; unchanged configs add nothing else."""
+    lines = [f"upgrade review: {report.old_label} -> {report.new_label}"]
+    for r in report.reviews:
+        lines.append(f"{r.verdict.upper():<30} {r.title}")
+        if r.verdict != UNCHANGED:
+            lines += [f"    {reason}" for reason in r.reasons[:5]]
+            loc = r.localization
+            if loc:
+                lines.append(f"    first diverging ONNX node: {loc['node']} (fusion group "
+                             f"{' + '.join(loc.get('group') or [])}; {loc.get('compared')}, {loc.get('steps')} runs)"
+                             if loc.get("node") else f"    {loc.get('note')}")
+            d = r.structure
+            if r.verdict == REGRESSION and d is not None and d.has_structure_changes:
+                bits = [f"{len(d.fusions_gained)} fusions gained", f"{len(d.fusions_lost)} lost",
+                        f"{len(d.precision_changes)} precision changes"]
+                if d.layer_count:
+                    bits.append(f"layers {d.layer_count[0]} -> {d.layer_count[1]}")
+                lines.append("    structure: " + ", ".join(bits))
+    lines += [f"ONLY IN OLD                    {s.name} v{s.version} ({s.path})" for s in report.only_old]
+    lines += [f"ONLY IN NEW                    {s.name} v{s.version} ({s.path})" for s in report.only_new]
+    counts = ", ".join(f"{n} {v}" for v, n in report.counts.items() if n) or "no paired configs"
+    lines.append(f"{counts}; {len(report.only_old) + len(report.only_new)} unpaired")
+    if html is not None:
+        lines.append(f"report: {html}  sha256 {digest}")
+        lines.append(f"approve with: --trt-approve REASON --trt-approve-report {html}")
+    return lines
+
+
+def write_html(report: UpgradeReport, path: Path, *, tactics: bool = False) -> str:
+    """Write the HTML atomically; return its sha256."""
+    from pytest_trt.fileio import write_bytes_atomic
+    from pytest_trt.upgrade.html import render_html
+
+    data = render_html(report, tactics=tactics).encode("utf-8")
+    write_bytes_atomic(path, data)
+    return hashlib.sha256(data).hexdigest()
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from pytest_trt.upgrade.cli import EXIT_FAILED, EXIT_OK, UpgradeInputError
+
+    try:
+        report = make_report(args.old, args.new, mask_tactics=not args.tactics, localize=args.localize)
+    except PairingError as exc:
+        raise UpgradeInputError(str(exc)) from None
+    html, digest = None, None
+    if not args.no_html:
+        html = Path(args.output)
+        digest = write_html(report, html, tactics=args.tactics)
+    if args.json:
+        print(json.dumps({**report.to_dict(), "html": str(html) if html else None, "html_sha256": digest},
+                         indent=2, sort_keys=True, default=str))
+    else:
+        print("\n".join(summary_lines(report, html=html, digest=digest)))
+    return EXIT_OK if report.ok else EXIT_FAILED

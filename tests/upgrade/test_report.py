@@ -1,0 +1,182 @@
+"""``pytest-trt upgrade-report`` on real bundle folders: TensorRT-RTX 1.4 vs 1.7 builds, ONNX Runtime runs."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+from tests.upgrade.conftest import ROOT, RTX14_FIXTURE, copy_run
+
+CORPUS = ROOT / "tests" / "data" / "trt_logs"
+_LAYER = re.compile(r"^Name: (?P<name>[^,]+), LayerType: (?P<type>\w+)", re.M)
+_VOID = {"meta", "br", "img", "hr", "input", "link"}
+
+
+def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest_trt.cli", *map(str, args)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=300)
+
+
+def report_json(old: Path | str, new: Path | str, html: Path) -> tuple[int, dict]:
+    run = cli("upgrade-report", old, new, "-o", html, "--json")
+    assert run.returncode in (0, 1), run.stderr
+    return run.returncode, json.loads(run.stdout)
+
+
+def _corpus_layer_changes() -> tuple[set[str], set[str]]:
+    """Engine layers only in the 1.4 / only in the 1.7 build of the example MobileNetV2, by a separate regex."""
+    a = {f"{m['name']} [{m['type']}]" for m in _LAYER.finditer((CORPUS / "log_rtx1.4.0_mobilenet_v2_detailed.txt")
+                                                                   .read_text())}
+    b = {f"{m['name']} [{m['type']}]" for m in _LAYER.finditer((CORPUS / "log_rtx1.7.1_mobilenet_v2_detailed.txt")
+                                                                   .read_text())}
+    strip = re.compile(r"_myl\d+_\d+ ")
+    keep = lambda s, other: {x for x in s if strip.sub(" ", x) not in {strip.sub(" ", y) for y in other}}  # noqa: E731
+    return keep(a, b), keep(b, a)
+
+
+class _Checker(HTMLParser):
+    """Balanced tags, and every URL an inline data: URI or a same-page anchor."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stack: list[str] = []
+        self.errors: list[str] = []
+        self.images: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for key, value in attrs:
+            if key in ("src", "href") and value and not value.startswith(("data:", "#")):
+                self.errors.append(f"external {key}={value!r}")
+        if tag == "img":
+            self.images.append(dict(attrs)["src"] or "")
+        if tag not in _VOID:
+            self.stack.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self.stack or self.stack.pop() != tag:
+            self.errors.append(f"unbalanced </{tag}>")
+
+
+def check_html(path: Path) -> list[str]:
+    text = path.read_text(encoding="utf-8")
+    assert not re.search(r"https?://|url\(", text), "the report must not load anything from outside the file"
+    checker = _Checker()
+    checker.feed(text)
+    checker.close()
+    assert checker.errors == [] and checker.stack == []
+    return checker.images
+
+
+def decode_png(uri: str) -> tuple[int, ...]:
+    import matplotlib.image
+
+    assert uri.startswith("data:image/png;base64,")
+    data = base64.b64decode(uri.split(",", 1)[1], validate=True)
+    return tuple(matplotlib.image.imread(io.BytesIO(data), format="png").shape)
+
+
+def test_rtx14_fixture_vs_installed_rtx_lists_real_layer_changes_and_build_failure(rtx_new: Path,
+                                                                                    tmp_path: Path) -> None:
+    code, doc = report_json(RTX14_FIXTURE, rtx_new, tmp_path / "r.html")
+    assert code == 1  # the Q/DQ config could not be compared
+    by = {c["config"]: c for c in doc["configs"]}
+    qdq = by["mobilenet_v2_qdq"]
+    assert qdq["verdict"] == "could not compare"
+    assert qdq["reasons"][0].startswith("could not build on OLD (tensorrt-rtx 1.4.0.76, stage build): ")
+    assert "MyelinCheckException" in qdq["reasons"][0]
+    removed, added = _corpus_layer_changes()
+    assert removed == {"classifier_myl0_18 [gemm]", "__myl_Add_myl0_19 [kgen]"} and added == {
+        "__myl_FcAdd_myl0_18 [runtime_fusion]"}
+    mnv2 = by["mobilenet_v2"]["structure"]
+    assert {x.split(" <- ")[0] for x in mnv2["layers_removed"]} == removed
+    assert {x.split(" <- ")[0] for x in mnv2["layers_added"]} == added
+    assert mnv2["layer_count"] == [20, 19]
+    assert by["mobilenet_v2"]["verdict"] == "changed (outputs not checked)"
+    env = {e["key"]: (e["old"], e["new"]) for e in by["mobilenet_v2"]["environment"]}
+    assert env["backend"][0] == "tensorrt-rtx 1.4.0.76" and env["backend"][1].startswith("tensorrt-rtx 1.")
+    images = check_html(tmp_path / "r.html")
+    assert images, "the layer timeline of mobilenet_v2 is drawn"
+    assert all(len(decode_png(u)) == 3 for u in images)
+    text = (tmp_path / "r.html").read_text()
+    assert "could not build on OLD" in text and "__myl_FcAdd_myl0_18" in text
+
+
+def test_live_rtx14_build_vs_installed(rtx14_live: Path, rtx_new: Path, tmp_path: Path) -> None:
+    _, doc = report_json(rtx14_live, rtx_new, tmp_path / "r.html")
+    by = {c["config"]: c for c in doc["configs"]}
+    assert by["mobilenet_v2_qdq"]["reasons"][0].startswith("could not build on OLD (tensorrt-rtx 1.4.0.76")
+    removed, added = _corpus_layer_changes()
+    assert {x.split(" <- ")[0] for x in by["mobilenet_v2"]["structure"]["layers_removed"]} == removed
+
+
+def test_identical_runs_are_unchanged_without_noise(rtx_new: Path, tmp_path: Path) -> None:
+    twin = copy_run(rtx_new, tmp_path / "twin")  # other paths: noise that must stay out of the main view
+    run = cli("upgrade-report", rtx_new, twin, "-o", tmp_path / "same.html")
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = run.stdout.splitlines()
+    configs = [line for line in lines[1:] if not line.startswith(("report:", "approve with:"))][:-1]
+    assert len(configs) == 4 and all(re.fullmatch(r"UNCHANGED\s+\S+ v1\.0\.0", c) for c in configs), lines
+    assert lines[-3] == "4 unchanged; 0 unpaired"
+    check_html(tmp_path / "same.html")
+    html = (tmp_path / "same.html").read_text()
+    assert "noise: 1 value(s)" in html and "<details>" in html  # the differing bundle path, folded away
+
+
+def test_unpaired_bundles_are_listed(rtx_new: Path, tmp_path: Path) -> None:
+    new = copy_run(rtx_new, tmp_path / "new")
+    (new / "mobilenet_v2_b1-v1.0.0-rtx1.7-cpu-aot.tar.gz").unlink(missing_ok=True)
+    for p in new.glob("mobilenet_v2_b1-*"):
+        p.unlink()
+    run = cli("upgrade-report", rtx_new, new, "--no-html")
+    assert run.returncode == 1
+    assert re.search(r"^ONLY IN OLD\s+mobilenet_v2_b1 v1\.0\.0 \(", run.stdout, re.M), run.stdout
+    code, doc = report_json(rtx_new, new, tmp_path / "u.html")
+    assert [s["config"] for s in doc["only_old"]] == ["mobilenet_v2_b1"] and doc["only_new"] == []
+    assert "OLD only" in (tmp_path / "u.html").read_text()
+
+
+def test_onnxruntime_identical_runs_are_unchanged(ort_runs: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    old, new, _ = ort_runs
+    code, doc = report_json(old, new, tmp_path / "same.html")
+    assert code == 0 and {c["verdict"] for c in doc["configs"]} == {"unchanged"}
+    labelled = {c["config"]: c for c in doc["configs"]}["mobilenet_v2_labelled_ort"]
+    l2 = {(m["output"], m["tag"], m["metric"]): m for m in labelled["metrics"]}[("logits", None, "l2_delta")]
+    assert l2["threshold"] == 0.05 and l2["old"] == l2["new"] == 0.0 and not l2["breached"]
+
+
+def test_planted_regression_reports_metrics_and_pictures(ort_runs: tuple[Path, Path, Path], ort_planted: Path,
+                                                         tmp_path: Path) -> None:
+    old = ort_runs[0]
+    code, doc = report_json(old, ort_planted, tmp_path / "reg.html")
+    assert code == 1
+    by = {c["config"]: c for c in doc["configs"]}
+    reg = by["mobilenet_v2_labelled_ort"]
+    assert reg["verdict"] == "regression"
+    metrics = {(m["output"], m["tag"], m["metric"]): m for m in reg["metrics"]}
+    l2 = metrics[("logits", None, "l2_delta")]
+    assert l2["old"] == 0.0 and l2["new"] > 0.05 and l2["breached"]
+    assert any(r.startswith("logits: l2_delta ") and "> threshold 0.05" in r for r in reg["reasons"])
+    assert {k[1] for k in metrics} == {None, "dark", "typical"}
+    assert [s["config"] for s in doc["only_old"]] == ["mobilenet_v2_qdq_ort"]  # the planted run has no QDQ check
+    images = check_html(tmp_path / "reg.html")
+    # histograms and confusion change of logits, per-tag bars: all drawn because the outputs moved
+    assert len(images) == 3 and all(decode_png(u)[2] in (3, 4) for u in images)
+    assert "identical in both runs" not in (tmp_path / "reg.html").read_text()
+
+
+def test_unusable_runs_are_one_line_errors(tmp_path: Path) -> None:
+    missing = cli("upgrade-report", tmp_path / "nope", RTX14_FIXTURE)
+    assert missing.returncode == 3 and missing.stderr == f"pytest-trt: {tmp_path / 'nope'}: no such bundle or folder\n"
+    (tmp_path / "empty").mkdir()
+    empty = cli("upgrade-report", tmp_path / "empty", RTX14_FIXTURE)
+    assert empty.returncode == 3 and "holds no bundles (*.tar.gz) and no build-failure notes" in empty.stderr
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "x.tar.gz").write_bytes(b"garbage")
+    bad = cli("upgrade-report", tmp_path / "bad", RTX14_FIXTURE)
+    assert bad.returncode == 3 and "the bundle fails verification" in bad.stderr and "Traceback" not in bad.stderr
