@@ -84,6 +84,11 @@ class BundleRecorder:
     def _existing_golden(self, path: Path, engine: Engine) -> dict[str, Any]:
         if not path.is_file():
             return {}
+        from pytest_trt.audit.sidecar import read_state
+
+        state = read_state(path)  # the unchanged bundle's verdicts, without a gunzip of the engine
+        if state is not None:
+            return dict(state.golden or {}) if state.engine_sha256 == engine.result.engine_sha256 else {}
         from pytest_trt.audit.verify import verify_bundle
         from pytest_trt.errors import BundleIntegrityError
 
@@ -128,6 +133,7 @@ class BundleRecorder:
                 calibration_cache=_calibration_cache(engine),
                 qdq_model_sha256=_qdq_sha256(engine),
                 sign_key=self.settings.sign_key,
+                reuse=True,  # an identical bundle (sidecar manifest digest) is not rewritten
             )
         self.written[key] = info
         self._bundled_tests[key] = set(golden)
