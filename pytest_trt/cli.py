@@ -9,6 +9,7 @@ Commands::
     pytest-trt log diff OLD.log NEW.log [--onnx MODEL] [--tactics]
     pytest-trt upgrade-report OLD NEW [-o report.html]
     pytest-trt golden show FILE
+    pytest-trt catalog add|query|show|history|push|prune ...  (see pytest_trt.catalog.cli)
 
 Every command takes ``--json`` (one JSON document on stdout).
 
@@ -99,22 +100,23 @@ def _show_lines(vb: Any, summary: dict[str, Any] | None) -> list[str]:
 
     build, conf, env = vb.build["build"], vb.config, vb.environment
     pinned = conf["pinned"]
-    versions = ", ".join(f"{k} {v}" for k, v in sorted(build.get("versions", {}).items()))
-    device = build.get("device", {})
-    gpus = ", ".join(g.get("name", "?") for g in env.get("gpus", []))
-    gpus = gpus or f"none (cpu: {env.get('cpu', {}).get('model')})"
-    os_name = env.get("os", {}).get("distribution") or env.get("os", {}).get("system")
-    git = env.get("git", {})
+    # the verifier checked every key's type; optional keys may be absent or null
+    versions = ", ".join(f"{k} {v}" for k, v in sorted((build.get("versions") or {}).items()))
+    device = build.get("device") or {}
+    gpus = ", ".join(str(g.get("name", "?")) for g in env.get("gpus") or [])
+    gpus = gpus or f"none (cpu: {(env.get('cpu') or {}).get('model')})"
+    os_name = (env.get("os") or {}).get("distribution") or (env.get("os") or {}).get("system")
+    git = env.get("git") or {}
     engine = (f"included, {vb.engine_size:,} bytes" if vb.engine_size is not None else "hash only")
     lines = [
         f"bundle: {vb.path}",
         f"sha256: {vb.sha256}",
         f"config: {pinned.get('name')} v{pinned.get('version')}  precision {pinned.get('precision')}  "
-        f"hash {conf['config_hash'][:16]}  onnx sha256 {conf['onnx_sha256'][:16]}",
+        f"hash {conf['config_hash'][:16]}  onnx sha256 {str(conf.get('onnx_sha256'))[:16]}",
         f"backend: {build.get('backend')} ({versions})",
         f"device: {json.dumps(device, sort_keys=True)}",
         f"engine: {engine}, sha256 {build.get('engine_sha256')}",
-        f"environment: python {env.get('python', {}).get('version')}, {os_name}, "
+        f"environment: python {(env.get('python') or {}).get('version')}, {os_name}, "
         f"gpus {gpus}, git {git.get('commit') or 'none'}{' (dirty)' if git.get('dirty') else ''}",
     ]
     if summary is not None:
@@ -155,15 +157,31 @@ def cmd_bundle_diff(args: argparse.Namespace) -> int:
 
 def cmd_log_parse(args: argparse.Namespace) -> int:
     from pytest_trt.audit.summary import read_log_record, record_summary, render_record_summary
+    from pytest_trt.buildlog.sniff import check_log_file
     from pytest_trt.errors import TrtError
 
-    for p in (args.log, args.onnx):
+    for p, what in ((args.log, "a build log"), (args.onnx, "an ONNX model")):
+        if p is not None and p.is_dir():
+            raise _FileProblem(f"{p}: is a directory, not {what}")
         if p is not None and not p.is_file():
             raise _FileProblem(f"{p}: no such file")
+    onnx = None
     try:
-        record = read_log_record(args.log, onnx=args.onnx)
-    except (TrtError, OSError, UnicodeDecodeError, ValueError) as exc:
+        check_log_file(args.log)
+        if args.onnx is not None:
+            from pytest_trt.buildlog.names import OnnxIndex
+
+            onnx = OnnxIndex.load(args.onnx)
+        record = read_log_record(args.log, onnx=onnx)
+    except TrtError as exc:
+        raise _FileProblem(exc.message) from None
+    except (OSError, ValueError) as exc:
         raise _FileProblem(f"{args.log}: cannot be read as a TensorRT build log ({exc})") from None
+    if _nothing_understood(record):
+        raise _FileProblem(
+            f"{args.log}: not a TensorRT build log: none of its {record.total_lines} lines is TensorRT output "
+            "(no layers, messages, fusions, layer counts or versions); give the VERBOSE log of a build"
+        )
     summary = record_summary(record)
     lines = [f"log: {args.log}", *render_record_summary(summary)]
     lines += [f"  fused: {layer.name} <- {', '.join(layer.origins)}" for layer in record.fusions[:20]]
@@ -171,6 +189,12 @@ def cmd_log_parse(args: argparse.Namespace) -> int:
         lines.append(f"  ... {len(record.fusions) - 20} more fusions (use --json for all)")
     _emit(args, {"log": str(args.log), "summary": summary, "record": record.to_dict()}, lines)
     return EXIT_OK
+
+
+def _nothing_understood(record: Any) -> bool:
+    return not (record.layers or record.messages or record.fusion_events or record.layer_counts
+                or record.backend_version or record.tool or record.calibration or record.bindings
+                or record.removed_layers or record.timings or any(vars(record.memory).values()))
 
 
 def cmd_golden_show(args: argparse.Namespace) -> int:
@@ -197,7 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="exit codes: 0 ok; 1 verification failed or differences found; 2 usage error; 3 file error",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    groups = parser.add_subparsers(dest="group", required=True, metavar="{bundle,log,golden,upgrade-report}")
+    groups = parser.add_subparsers(dest="group", required=True,
+                                   metavar="{bundle,log,golden,calib,upgrade-report,catalog}")
     bundle = groups.add_parser("bundle", help="verify, show and diff audit bundles").add_subparsers(
         dest="command", required=True, metavar="{verify,show,diff}")
     p = bundle.add_parser("verify", parents=[common], help="check manifest hashes, schema, member safety, signature")
@@ -228,6 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_calib_commands(groups, common)
     upgrade_cli.register_upgrade(groups, common)
+    from pytest_trt.catalog.cli import add_catalog_commands
+
+    add_catalog_commands(groups, common)
     return parser
 
 

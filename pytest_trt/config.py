@@ -327,7 +327,8 @@ def _from_table(kind: type[Any], table: Mapping[str, Any], label: str) -> Any:
     unknown = sorted(set(table) - known)
     if unknown:
         raise ConfigError(
-            f"unknown key(s) {', '.join(unknown)} under {label}; known: {', '.join(sorted(known))}", field=label
+            f"unknown key(s) {', '.join(unknown)} under {label}; known: {', '.join(sorted(known))}",
+            field=f"{label}.{unknown[0]}",
         )
     try:
         return kind(**table)

@@ -65,3 +65,11 @@ class Options:
 #: one GPU per pytest-xdist worker (pytest_trt.devices)
 DEVICES = "--trt-devices"
 INI_DEVICES = "trt_devices"
+
+# audit archive (pytest_trt.catalog): index written bundles, push them to MLflow
+CATALOG = "--trt-catalog"
+MLFLOW_URI = "--trt-mlflow-uri"
+MLFLOW_REGISTER = "--trt-mlflow-register"
+INI_CATALOG = "trt_catalog"
+INI_MLFLOW_URI = "trt_mlflow_uri"
+INI_MLFLOW_REGISTER = "trt_mlflow_register"

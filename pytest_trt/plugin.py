@@ -26,6 +26,7 @@ pytest_plugins = [
     "pytest_trt.audit.pytest_hooks",
     "pytest_trt.collect_errors",
     "pytest_trt.devices_hooks",
+    "pytest_trt.catalog.pytest_hooks",
 ]
 
 _WORKER_ROWS = pytest.StashKey[list[dict[str, Any]]]()

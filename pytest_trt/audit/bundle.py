@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_trt.audit.archive import gzip_bytes, write_tar_gz
 from pytest_trt.audit.manifest import MANIFEST, render_manifest, sha256_hex
-from pytest_trt.audit.schema import normalized_effective
+from pytest_trt.audit.profiles import normalized_effective
 from pytest_trt.audit.sign import SIGNATURE, sign_manifest
 from pytest_trt.fileio import write_atomic
 
@@ -52,6 +52,9 @@ ENVIRONMENT = "environment.json"
 CALIBRATION_CACHE = "calibration.cache"
 CALIBRATION = "calibration.json"
 GOLDEN = "golden.json"
+#: bundles are evidence: written read-only, in a folder only the owner (and group) can read
+BUNDLE_FILE_MODE = 0o444
+BUNDLE_DIR_MODE = 0o750
 #: members every bundle has (plus one of ENGINE / ENGINE_HASH)
 REQUIRED = (BUILD, CONFIG, ENVIRONMENT, LOG, MANIFEST)
 KNOWN = frozenset(REQUIRED + (ENGINE, ENGINE_HASH, CALIBRATION_CACHE, CALIBRATION, GOLDEN, SIGNATURE))
@@ -222,6 +225,8 @@ def write_bundle(
     if state is not None and state.members_sha256 == digest:
         return BundleInfo(path=path, sha256=state.sha256, size=state.size, config_hash=result.config_hash,
                           engine_sha256=result.engine_sha256, backend_version=backend_version(result))
+    # mode applies when the folder is created here; an existing folder keeps its mode
+    path.parent.mkdir(parents=True, exist_ok=True, mode=BUNDLE_DIR_MODE)
     sink: list[_HashingWriter] = []
 
     def writer(fh: Any) -> None:
@@ -229,7 +234,8 @@ def write_bundle(
         sink.append(hashing)
         write_tar_gz(members, hashing)  # type: ignore[arg-type]
 
-    write_atomic(path, writer)
+    # replacing a 0444 bundle is allowed: os.replace needs write permission on the folder, not the file
+    write_atomic(path, writer, mode=BUNDLE_FILE_MODE)
     info = BundleInfo(
         path=path,
         sha256=sink[0].hash.hexdigest(),

@@ -69,7 +69,7 @@ def changes(old: Any, new: Any, *, ignore: frozenset[str] = frozenset()) -> tupl
 
 
 def _freeze(env: Mapping[str, Any]) -> dict[str, str]:
-    return dict(line.split("==", 1) for line in env.get("pip_freeze", ()) if "==" in line)
+    return dict(line.split("==", 1) for line in env.get("pip_freeze") or () if "==" in line)
 
 
 @dataclass(frozen=True)
@@ -151,10 +151,9 @@ def diff_bundles(old: VerifiedBundle, new: VerifiedBundle, *, mask_tactics: bool
             notes.append("record diff unavailable: pytest_trt.buildlog.diff is not installed")
         else:
             record = diff_records(rec_a, rec_b, mask_tactics=mask_tactics)
-    durations = {
-        k: [build_a.get("durations", {}).get(k), build_b.get("durations", {}).get(k)]
-        for k in sorted(set(build_a.get("durations", {})) | set(build_b.get("durations", {})))
-    }
+    # the verifier checked the types; optional keys may be absent or null
+    dur_a, dur_b = build_a.get("durations") or {}, build_b.get("durations") or {}
+    durations = {k: [dur_a.get(k), dur_b.get(k)] for k in sorted(set(dur_a) | set(dur_b))}
     return BundleDiff(
         old=str(old.path),
         new=str(new.path),

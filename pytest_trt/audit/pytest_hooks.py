@@ -212,6 +212,15 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
         recorder.failures.extend(out.get("trt_bundle_failures", []))
 
 
+def session_bundles(config: pytest.Config) -> list[dict[str, Any]]:
+    """Every bundle this session wrote (this process and, on the xdist controller, all workers)."""
+    from pytest_trt.audit.recorder import summary_rows
+
+    recorder = config.stash.get(RECORDER, None)
+    own = summary_rows(recorder) if recorder is not None else []
+    return own + config.stash.get(_WORKER_BUNDLES, [])
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     from pytest_trt.audit.recorder import summary_rows
 

@@ -82,6 +82,12 @@ class BundleRecorder:
         self.golden.setdefault(self.key(engine), {})[test_id] = dict(verdict)
 
     def _existing_golden(self, path: Path, engine: Engine) -> dict[str, Any]:
+        """Golden verdicts already bundled for these engine bytes; a file that fails verification is set aside.
+
+        Never raises: whatever sits at the bundle's path (a damaged, hand-edited or hostile file, a
+        decompression bomb) is verified with bounded memory, and if it fails it is moved to
+        ``<name>.invalid`` and reported in the session summary, never merged and never silently lost.
+        """
         if not path.is_file():
             return {}
         from pytest_trt.audit.sidecar import read_state
@@ -94,8 +100,19 @@ class BundleRecorder:
 
         try:
             old = verify_bundle(path)
-        except (BundleIntegrityError, OSError):
-            return {}  # a broken or foreign file is replaced, never merged
+        except (BundleIntegrityError, ValueError, OSError) as exc:
+            message = exc.message if isinstance(exc, BundleIntegrityError) else f"{type(exc).__name__}: {exc}"
+            aside = path.with_name(path.name + ".invalid")
+            try:
+                path.replace(aside)
+                kept = f"moved to {aside.name}"
+            except OSError as move_error:
+                kept = f"left in place ({move_error.strerror or move_error})"
+            self.failures.append(
+                f"{path}: the file already there failed verification and was {kept}; this build's bundle "
+                f"replaces it ({message}). Inspect it with: pytest-trt bundle verify {aside}"
+            )
+            return {}
         from pytest_trt.audit.bundle import GOLDEN
 
         if old.engine_sha256 != engine.result.engine_sha256 or GOLDEN not in old.members:
@@ -104,7 +121,7 @@ class BundleRecorder:
 
     def bundle(self, engine: Engine) -> BundleInfo:
         """Write (or reuse) the bundle of ``engine``; rewrites it when new golden verdicts arrived."""
-        from pytest_trt.audit.bundle import bundle_name, write_bundle  # tarfile, gzip: not at plugin load
+        from pytest_trt.audit.bundle import BUNDLE_DIR_MODE, bundle_name, write_bundle  # not at plugin load
 
         key = self.key(engine)
         path = self.settings.bundle_dir / bundle_name(engine.result)
@@ -120,7 +137,7 @@ class BundleRecorder:
                 f"{path.name}: written for two configs ({previous[:12]}, {engine.result.config_hash[:12]}) "
                 "with the same name, version, backend and device; give each config its own name or version"
             )
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=BUNDLE_DIR_MODE)
         with FileLock(str(path.parent / f".{path.name}.lock")):
             merged = {**self._existing_golden(path, engine), **golden}
             info = write_bundle(

@@ -8,7 +8,9 @@ unchanged file the bundle is not rewritten and nothing is gunzipped: a 50-test
 suite from cache used to verify and rewrite every bundle with identical bytes
 (issue #14).  The sidecar is a cache of facts, never evidence: a bundle whose
 size or mtime differs from its sidecar is read and rewritten as before, and
-``pytest-trt verify`` checks the bundle itself.
+``pytest-trt bundle verify`` checks the bundle itself.  Size, mtime, ctime and inode
+must all match: a bundle edited in place or replaced (even with its mtime set back)
+is verified and, when it fails, set aside as before.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 
 from pytest_trt.fileio import write_bytes_atomic
 
-SCHEMA = 1
+SCHEMA = 2
 
 
 def sidecar_path(bundle: Path) -> Path:
@@ -43,6 +45,8 @@ class BundleState:
     sha256: str
     size: int
     mtime_ns: int
+    ctime_ns: int  # unlike mtime, os.utime cannot set it back: a file edited in place never matches
+    inode: int
     engine_sha256: str
     golden: dict[str, Any] | None
 
@@ -57,7 +61,8 @@ def read_state(bundle: Path) -> BundleState | None:
         state = BundleState(**{k: data[k] for k in BundleState.__dataclass_fields__})
     except (OSError, ValueError, TypeError, KeyError):
         return None
-    if state.size != st.st_size or state.mtime_ns != st.st_mtime_ns:
+    if (state.size, state.mtime_ns, state.ctime_ns, state.inode) != (st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                                                                      st.st_ino):
         return None  # the bundle changed (or was replaced) since the sidecar was written
     return state
 
@@ -66,6 +71,6 @@ def write_state(bundle: Path, *, members_sha256: str, sha256: str, size: int, en
                 golden: dict[str, Any] | None) -> None:
     """Record the bundle just written (call right after its atomic rename)."""
     st = os.stat(bundle)
-    state = BundleState(members_sha256, sha256, size, st.st_mtime_ns, engine_sha256, golden)
+    state = BundleState(members_sha256, sha256, size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, engine_sha256, golden)
     text = json.dumps({"schema": SCHEMA, **asdict(state)}, sort_keys=True, separators=(",", ":"))
     write_bytes_atomic(sidecar_path(bundle), text.encode("utf-8"))

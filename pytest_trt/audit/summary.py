@@ -69,8 +69,8 @@ def render_record_summary(summary: dict[str, Any], *, max_items: int = 10) -> li
     return lines
 
 
-def read_log_record(path: Path, onnx: Path | None = None) -> BuildRecord:
-    """A BuildRecord from any TensorRT verbose log on disk (live build.log or trtexec output)."""
+def read_log_record(path: Path, onnx: Any = None) -> BuildRecord:
+    """A BuildRecord from any TensorRT verbose log on disk; ``onnx``: a path, ModelProto or OnnxIndex."""
     from pytest_trt.buildlog.record import BuildRecord
 
     return BuildRecord.from_log(path, onnx=onnx)

@@ -1,36 +1,71 @@
-"""Verify an audit bundle: member safety, manifest hashes, schema, signature.
+"""Verify an audit bundle: member safety, manifest hashes, signature, canonical bytes, schema.
 
-Nothing is ever extracted to disk.  Every member is read in memory (the
-engine is only hashed), and every failure is a
-:class:`~pytest_trt.errors.BundleIntegrityError` naming the bundle and, where
-one is to blame, the member.  Any change to a member's bytes fails at least
-the manifest check; a change to the manifest fails its own form check or the
-hash of the member it names, and, for signed bundles checked with a public
-key, the signature.
+Nothing is ever extracted to disk.  The archive is read once with bounded
+memory (:mod:`pytest_trt.audit.tarscan`: headers and declared sizes checked
+before any data is decompressed; the engine is only hashed), and every failure
+is a :class:`~pytest_trt.errors.BundleIntegrityError` naming the bundle and,
+where one is to blame, the member.
+
+Order matters: hashes, then the signature, then the file's bytes against the
+writer's canonical output, and only then is any member's JSON parsed, so a
+signed bundle edited by hand fails as "signature does not match" and no
+parser ever sees bytes nobody vouched for.  Any change to a member's bytes
+fails the manifest check; a change to the manifest fails its own form check,
+the hash of a member it names, or the signature; and since the writer is
+deterministic, a change anywhere else in the file (gzip header, compressed
+stream, tar headers) fails the canonical-bytes check: every single-byte
+change of a bundle is detected.
 """
 
 from __future__ import annotations
 
-import gzip
-import hashlib
+import codecs
 import json
-import tarfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_trt.audit import bundle as b
-from pytest_trt.audit.archive import UnsafeMember, iter_members
+from pytest_trt.audit import schema
+from pytest_trt.audit.archive import UnsafeMember
 from pytest_trt.audit.manifest import MANIFEST, parse_manifest
 from pytest_trt.audit.sign import SIGNATURE, KeyFileError, parse_signature, verify_manifest_signature
+from pytest_trt.audit.tarscan import ArchiveError, Scan, scan
 from pytest_trt.errors import BundleIntegrityError
 
 if TYPE_CHECKING:
     from pytest_trt.buildlog.record import BuildRecord
 
 _JSON_MEMBERS = (b.BUILD, b.CONFIG, b.ENVIRONMENT, b.CALIBRATION, b.GOLDEN)
+_MiB = 1 << 20
+#: largest accepted size per member, checked from the tar header before decompressing; every member but
+#: the engine is held in memory, so these bound the verifier's memory (about 1 GiB in the worst case)
+MEMBER_LIMITS = {
+    b.ENGINE: 1 << 40,  # streamed and hashed, never held
+    b.LOG: 256 * _MiB,
+    b.BUILD: 256 * _MiB,
+    b.CONFIG: 16 * _MiB,
+    b.ENVIRONMENT: 64 * _MiB,
+    b.CALIBRATION_CACHE: 64 * _MiB,
+    b.CALIBRATION: _MiB,
+    b.GOLDEN: 256 * _MiB,
+    b.ENGINE_HASH: 1024,
+    MANIFEST: 64 * 1024,
+    SIGNATURE: 64 * 1024,
+}
+#: deepest JSON nesting accepted in a member (pytest-trt writes at most about 8 levels)
+MAX_JSON_DEPTH = 64
+#: largest accepted build log, decompressed (checked while streaming; never held whole by the verifier)
+MAX_LOG_BYTES = 2 << 30
+_SCHEMA_CHECKS = {
+    b.BUILD: schema.check_build,
+    b.CONFIG: schema.check_config,
+    b.ENVIRONMENT: schema.check_environment,
+    b.CALIBRATION: schema.check_calibration,
+    b.GOLDEN: schema.check_golden,
+}
 
 
 @dataclass(frozen=True)
@@ -68,7 +103,7 @@ class VerifiedBundle:
         return str(self.build["build"]["engine_sha256"])
 
     def log_text(self) -> str:
-        return gzip.decompress(self.members[b.LOG]).decode("utf-8")
+        return b"".join(_inflate(self.members[b.LOG])).decode("utf-8")
 
     def record(self) -> BuildRecord | None:
         from pytest_trt.buildlog.record import BuildRecord
@@ -82,30 +117,39 @@ def _fail(path: Path, message: str, member: str | None = None) -> BundleIntegrit
     return BundleIntegrityError(where + message, bundle=str(path), member=member)
 
 
-def _read(path: Path) -> tuple[dict[str, bytes], dict[str, str], int | None]:
-    members: dict[str, bytes] = {}
-    hashes: dict[str, str] = {}
-    engine_size: int | None = None
+def _inflate(data: bytes, limit: int | None = None, chunk: int = 1 << 20) -> Iterator[bytes]:
+    """Decompress gzip ``data`` in chunks; ``ValueError`` past ``limit`` bytes, ``zlib.error`` when corrupt."""
+    limit = MAX_LOG_BYTES if limit is None else limit
+    d = zlib.decompressobj(zlib.MAX_WBITS | 16)
+    total, pending = 0, data
+    while True:
+        out = d.decompress(pending, chunk)
+        pending = d.unconsumed_tail
+        total += len(out)
+        if total > limit:
+            raise ValueError(f"decompresses to more than {limit:,} bytes")
+        if out:
+            yield out
+        if d.eof:
+            if d.unused_data:
+                raise ValueError("data after the end of the gzip stream")
+            return
+        if not out and not pending:
+            raise ValueError("truncated gzip stream")
+
+
+def _read(path: Path) -> tuple[dict[str, bytes], dict[str, str], int | None, Scan]:
     try:
-        for name, chunks in iter_members(path):
-            h = hashlib.sha256()
-            if name == b.ENGINE:
-                engine_size = 0
-                for block in chunks:
-                    h.update(block)
-                    engine_size += len(block)
-            else:
-                data = b"".join(chunks)
-                h.update(data)
-                members[name] = data
-            hashes[name] = h.hexdigest()
+        found = scan(path, max_size=lambda name: MEMBER_LIMITS.get(name, -1), keep=lambda name: name != b.ENGINE)
     except UnsafeMember as exc:
         raise _fail(path, f"unsafe tar member refused ({exc.why}); nothing was extracted", exc.member) from None
-    except (tarfile.TarError, gzip.BadGzipFile, EOFError, zlib.error, OSError) as exc:
-        if isinstance(exc, FileNotFoundError):
+    except ArchiveError as exc:
+        raise _fail(path, str(exc)) from None
+    except OSError as exc:
+        if isinstance(exc, (FileNotFoundError, IsADirectoryError, PermissionError)):
             raise
         raise _fail(path, f"not a readable tar.gz archive ({exc})") from None
-    return members, hashes, engine_size
+    return found.members, found.sha256, found.sizes.get(b.ENGINE), found
 
 
 def _check_manifest(path: Path, members: dict[str, bytes], hashes: dict[str, str]) -> None:
@@ -125,14 +169,71 @@ def _check_manifest(path: Path, members: dict[str, bytes], hashes: dict[str, str
             raise _fail(path, "present in the archive but not listed in MANIFEST.sha256", name)
 
 
+def _check_signature(path: Path, members: dict[str, bytes], public_key: Path | None) -> str | None:
+    signed = SIGNATURE in members
+    if signed:
+        try:
+            parse_signature(members[SIGNATURE])
+        except ValueError as exc:
+            raise _fail(path, str(exc), SIGNATURE) from None
+    if public_key is None:
+        return None
+    if not signed:
+        raise _fail(path, "is not signed, but a public key was given to check it", SIGNATURE)
+    try:
+        return verify_manifest_signature(members[MANIFEST], members[SIGNATURE], public_key)
+    except KeyFileError:
+        raise
+    except ValueError as exc:
+        raise _fail(path, str(exc), SIGNATURE) from None
+
+
+def _check_canonical(path: Path, found: Scan) -> None:
+    if list(found.order) != sorted(found.order):
+        raise _fail(path, "members are not in the writer's sorted order: the archive was rebuilt by another tool")
+    if not found.canonical:
+        raise _fail(
+            path,
+            f"the file differs from byte {found.first_difference:,} on from the deterministic archive of its own "
+            "(verified) members: the gzip or tar framing was changed after writing",
+        )
+
+
 def _json(path: Path, name: str, data: bytes) -> dict[str, Any]:
     try:
         doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise _fail(path, f"is not UTF-8 JSON ({exc})", name) from None
     if not isinstance(doc, dict) or b.canonical_json(doc) != data:
         raise _fail(path, "is not a canonical JSON object", name)
+    if _depth(doc) > MAX_JSON_DEPTH:
+        raise _fail(path, f"nests deeper than {MAX_JSON_DEPTH} levels (readers recurse over it)", name)
+    try:
+        _SCHEMA_CHECKS[name](doc)
+    except schema.SchemaError as exc:
+        raise _fail(path, f"wrong schema: {exc}", name) from None
     return doc
+
+
+def _depth(doc: Any) -> int:
+    """Nesting depth of a JSON value, without recursion."""
+    deepest, stack = 0, [(doc, 1)]
+    while stack:  # containers only: build.json's log index holds thousands of scalars
+        value, level = stack.pop()
+        deepest = max(deepest, level)
+        children = value.values() if isinstance(value, dict) else value
+        stack.extend((v, level + 1) for v in children if isinstance(v, (dict, list)))
+    return deepest
+
+
+def _check_log(path: Path, data: bytes) -> None:
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    try:
+        for block in _inflate(data):
+            decoder.decode(block)
+        decoder.decode(b"", final=True)
+    except (zlib.error, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+        raise _fail(path, f"does not decompress to UTF-8 text ({exc})", b.LOG) from None
 
 
 def _check_schema(
@@ -148,11 +249,10 @@ def _check_schema(
         raise _fail(path, f"exactly one of {b.ENGINE} and {b.ENGINE_HASH} must be present", b.ENGINE)
     docs = {name: _json(path, name, members[name]) for name in _JSON_MEMBERS if name in members}
     build = docs[b.BUILD]
-    schema = build.get("bundle_schema")
-    if not isinstance(schema, int) or schema > b.BUNDLE_SCHEMA:
-        raise _fail(path, f"bundle_schema {schema!r} is not one this pytest-trt reads (<= {b.BUNDLE_SCHEMA})",
-                    b.BUILD)
-    meta = build.get("build") or {}
+    if build["bundle_schema"] > b.BUNDLE_SCHEMA:
+        raise _fail(path, f"bundle_schema {build['bundle_schema']!r} is not one this pytest-trt reads "
+                    f"(<= {b.BUNDLE_SCHEMA})", b.BUILD)
+    meta = build["build"]
     if b.ENGINE in hashes:
         engine_sha = hashes[b.ENGINE]
     else:
@@ -160,15 +260,11 @@ def _check_schema(
         engine_sha = line[:64]
         if line != f"{engine_sha}  {b.ENGINE}\n":
             raise _fail(path, "is not '<sha256>  engine.plan'", b.ENGINE_HASH)
-    if meta.get("engine_sha256") != engine_sha:
-        recorded = meta.get("engine_sha256")
-        raise _fail(path, f"engine sha256 {recorded} does not match the engine ({engine_sha})", b.BUILD)
-    if docs[b.CONFIG].get("config_hash") != meta.get("config_hash"):
+    if meta["engine_sha256"] != engine_sha:
+        raise _fail(path, f"engine sha256 {meta['engine_sha256']} does not match the engine ({engine_sha})", b.BUILD)
+    if docs[b.CONFIG]["config_hash"] != meta["config_hash"]:
         raise _fail(path, "config_hash differs from build.json", b.CONFIG)
-    try:
-        gzip.decompress(members[b.LOG]).decode("utf-8")
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:
-        raise _fail(path, f"does not decompress to UTF-8 text ({exc})", b.LOG) from None
+    _check_log(path, members[b.LOG])
     calib = docs.get(b.CALIBRATION)
     if (b.CALIBRATION_CACHE in hashes) and (calib is None or calib.get("cache_sha256") != hashes[b.CALIBRATION_CACHE]):
         raise _fail(path, "calibration.json does not hold the cache's sha256", b.CALIBRATION_CACHE)
@@ -191,36 +287,18 @@ def verify_bundle(path: Path, *, public_key: Path | None = None) -> VerifiedBund
     :class:`~pytest_trt.audit.sign.SigningUnavailable`.
     """
     path = Path(path)
-    members, hashes, engine_size = _read(path)
+    members, hashes, engine_size, found = _read(path)
     _check_manifest(path, members, hashes)
+    signer = _check_signature(path, members, public_key)  # before any member's JSON is parsed
+    _check_canonical(path, found)
     docs = _check_schema(path, members, hashes)
-    signer = None
-    signed = SIGNATURE in members
-    if signed:
-        try:
-            parse_signature(members[SIGNATURE])
-        except ValueError as exc:
-            raise _fail(path, str(exc), SIGNATURE) from None
-    if public_key is not None:
-        if not signed:
-            raise _fail(path, "is not signed, but a public key was given to check it", SIGNATURE)
-        try:
-            signer = verify_manifest_signature(members[MANIFEST], members[SIGNATURE], public_key)
-        except KeyFileError:
-            raise
-        except ValueError as exc:
-            raise _fail(path, str(exc), SIGNATURE) from None
-    file_hash = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 20):
-            file_hash.update(block)
     return VerifiedBundle(
         path=path,
-        sha256=file_hash.hexdigest(),
+        sha256=found.file_sha256,
         members=members,
         member_sha256=hashes,
         engine_size=engine_size,
         signer=signer,
-        signed=signed,
+        signed=SIGNATURE in members,
         docs=docs,
     )

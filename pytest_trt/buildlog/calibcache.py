@@ -43,7 +43,7 @@ def _scale(value: str) -> float | None:
         return 0.0
     try:
         return float(struct.unpack(">f", bytes.fromhex(value))[0])
-    except ValueError:
+    except (ValueError, struct.error):  # not hex, or not exactly 4 bytes of it
         return None
 
 

@@ -35,18 +35,22 @@ def _binding_names(doc: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
 def _layer(obj: Any, onnx: OnnxIndex | None) -> tuple[Layer, bool] | None:
     if isinstance(obj, str):  # names-only export
         layer, exact = make_layer(name=obj, layer_type="Unknown", onnx=onnx)
         return layer, exact and onnx is not None
-    if not isinstance(obj, Mapping) or "Name" not in obj:
-        return None
-    tensors = {k: tuple(json_tensor(t) for t in obj.get(k, ()) if isinstance(t, Mapping))
+    if not isinstance(obj, Mapping) or not isinstance(obj.get("Name"), str):
+        return None  # counted as unparsed: a layer without a name says nothing usable
+    tensors = {k: tuple(json_tensor(t) for t in _list(obj.get(k)) if isinstance(t, Mapping))
                for k in ("Inputs", "Outputs")}
     tactic = obj.get("TacticValue") or obj.get("TacticName")  # the value is the unique id; Myelin kernels: a name
     metadata = obj.get("Metadata")
     return make_layer(
-        name=str(obj["Name"]), layer_type=str(obj.get("LayerType", "Unknown")), inputs=tensors["Inputs"],
+        name=obj["Name"], layer_type=str(obj.get("LayerType") or "Unknown"), inputs=tensors["Inputs"],
         outputs=tensors["Outputs"], tactic=str(tactic) if tactic else None,
         metadata=str(metadata) if metadata is not None else None, onnx=onnx,
     )

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import replace
@@ -161,7 +162,10 @@ def parse_detailed_line(text: str) -> dict[str, Any] | None:
 
 def json_tensor(d: Mapping[str, Any]) -> TensorInfo:
     """A tensor object of layer JSON, 8.x-10.x (``Format/Datatype``) or split fields (``Datatype``, ``Format``)."""
-    dims = tuple(int(x) for x in d.get("Dimensions", ()) if isinstance(x, (int, float)))
+    raw_dims = d.get("Dimensions")
+    # JSON from other tools may hold null, strings, Infinity or NaN here: keep only finite numbers
+    dims = tuple(int(x) for x in (raw_dims if isinstance(raw_dims, list) else ())
+                 if isinstance(x, (int, float)) and math.isfinite(x))
     if "Format/Datatype" in d:
         both = str(d["Format/Datatype"])
         return TensorInfo(str(d.get("Name", "")), dims, canonical_dtype(both), both)

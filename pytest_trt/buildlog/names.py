@@ -166,7 +166,14 @@ class OnnxIndex:
         if isinstance(model, (str, Path)):
             import onnx  # only when a path is given: onnx is an optional dependency
 
-            model = onnx.load(str(model), load_external_data=False)
+            from ..errors import LogParseError
+
+            try:
+                model = onnx.load(str(model), load_external_data=False)
+            except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError, OSError, onnx's own errors
+                raise LogParseError(
+                    f"{model}: not a readable ONNX model ({type(exc).__name__}: {exc}); give the .onnx file the "
+                    "engine was built from", path=str(model)) from None
         graph = getattr(model, "graph", model)
         return cls(node.name for node in graph.node)
 

@@ -383,13 +383,16 @@ def parse_result(result: BuildResult, *, onnx: Any = None) -> BuildRecord:
 def read_log(path: str | Path, onnx: Any = None) -> BuildRecord:
     """Parse a log file: trtexec/polygraphy/python output or a pytest-trt ``build.log``.
 
-    Bytes that are not UTF-8 are replaced, CRLF and CR line ends are accepted.  A missing or
+    Bytes that are not UTF-8 are replaced, CRLF and CR line ends are accepted; UTF-16 and UTF-32 logs
+    with a byte-order mark (and UTF-16 without one) are decoded as such.  A missing or
     unreadable file raises :class:`~pytest_trt.errors.LogParseError` naming the path.
     """
+    from .sniff import log_encoding
+
     p = Path(path)
     parser = LogParser(onnx=onnx)
     try:
-        with open(p, encoding="utf-8", errors="replace", newline=None) as f:
+        with open(p, encoding=log_encoding(p), errors="replace", newline=None) as f:
             parser.feed_file(f)
     except OSError as e:
         raise LogParseError(f"cannot read build log {p}: {e.strerror or e}", path=str(p)) from e

@@ -33,15 +33,17 @@ def _array(obj: Any, where: str) -> np.ndarray:
         raise GoldenError(f"{where}: expected a Polygraphy ndarray object, got {str(obj)[:80]!r}")
     try:
         return np.asarray(np.load(io.BytesIO(base64.b64decode(obj["array"])), allow_pickle=False))
-    except (ValueError, OSError) as exc:
-        raise GoldenError(f"{where}: cannot decode the base64 .npy array: {exc}") from None
+    except (ValueError, OSError, EOFError, TypeError) as exc:  # bad base64, empty or truncated .npy, pickles
+        raise GoldenError(f"{where}: cannot decode the base64 .npy array ({type(exc).__name__}: {exc}); "
+                          "re-save the file with polygraphy run") from None
 
 
 def _read(path: str | Path) -> Any:
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise GoldenError(f"cannot read Polygraphy JSON {str(path)!r}: {exc}") from None
+    except (OSError, ValueError, RecursionError) as exc:  # ValueError: not UTF-8, not JSON
+        raise GoldenError(f"cannot read Polygraphy JSON {str(path)!r}: {type(exc).__name__}: {exc}; give the file "
+                          "written by polygraphy run --save-inputs / --save-outputs") from None
 
 
 def _concat(iterations: Sequence[dict[str, np.ndarray]], what: str) -> dict[str, np.ndarray]:
@@ -49,7 +51,17 @@ def _concat(iterations: Sequence[dict[str, np.ndarray]], what: str) -> dict[str,
     for i, it in enumerate(iterations):
         if set(it) != names:
             raise GoldenError(f"{what}: iteration {i} has tensors {sorted(it)}, iteration 0 has {sorted(names)}")
-    return {n: np.concatenate([np.atleast_1d(it[n]) for it in iterations], axis=0) for n in sorted(names)}
+    if not names:
+        raise GoldenError(f"{what}: iteration 0 holds no tensors")
+    out = {}
+    for n in sorted(names):
+        parts = [np.atleast_1d(it[n]) for it in iterations]
+        shapes = {p.shape[1:] for p in parts}
+        if len(shapes) > 1:
+            raise GoldenError(f"{what}: tensor {n!r} changes its per-sample shape across iterations "
+                              f"({sorted(map(str, shapes))}); iterations must be batches of one shape")
+        out[n] = np.concatenate(parts, axis=0)
+    return out
 
 
 def load_polygraphy_inputs(
@@ -61,24 +73,36 @@ def load_polygraphy_inputs(
         raise GoldenError(f"{path}: expected a non-empty list of feed dicts (polygraphy run --save-inputs)")
     iterations = [{k: _array(v, f"{path}: iteration {i} input {k!r}") for k, v in it.items()}
                   for i, it in enumerate(doc)]
-    return GoldenDataset.from_arrays(_concat(iterations, str(path)), labels, tags)
+    arrays = _concat(iterations, str(path))
+    try:
+        return GoldenDataset.from_arrays(arrays, labels, tags)
+    except GoldenError as exc:
+        raise GoldenError(f"{path}: {exc.message}") from None
 
 
 def polygraphy_runners(path: str | Path) -> list[str]:
     """Runner names in a ``--save-outputs`` file."""
-    return [str(entry[0]) for entry in _results(_read(path), path)]
+    return [name for name, _ in _results(_read(path), path)]
 
 
-def _results(doc: Any, path: str | Path) -> list[Any]:
+def _results(doc: Any, path: str | Path) -> list[tuple[str, list[Any]]]:
+    """``[(runner name, iterations)]``; every entry checked, so later indexing cannot fail."""
     if not isinstance(doc, dict) or doc.get("polygraphy_class") != "RunResults" or not isinstance(doc.get("lst"), list):
         raise GoldenError(f"{path}: not a Polygraphy RunResults file (polygraphy run --save-outputs)")
-    return list(doc["lst"])
+    out = []
+    for i, entry in enumerate(doc["lst"]):
+        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str)
+                and isinstance(entry[1], list)):
+            raise GoldenError(f"{path}: RunResults entry {i} is not [runner name, [iterations]]: "
+                              f"{json.dumps(entry)[:80]}; re-save the file with polygraphy run --save-outputs")
+        out.append((entry[0], entry[1]))
+    return out
 
 
 def load_polygraphy_outputs(path: str | Path, runner: str | None = None) -> dict[str, np.ndarray]:
     """Outputs ``{name: (N, ...)}`` of one runner (the only one, or ``runner``) from ``--save-outputs``."""
     results = _results(_read(path), path)
-    names = [str(entry[0]) for entry in results]
+    names = [name for name, _ in results]
     if runner is None and len(results) != 1:
         raise GoldenError(f"{path}: holds runners {names}; pass runner= to choose one")
     chosen = [entry for entry in results if runner is None or entry[0] == runner]
@@ -86,7 +110,10 @@ def load_polygraphy_outputs(path: str | Path, runner: str | None = None) -> dict
         raise GoldenError(f"{path}: no runner {runner!r}; it holds {names}")
     iterations = []
     for i, it in enumerate(chosen[0][1]):
-        outs = it.get("outputs", {}) if isinstance(it, dict) else {}
+        outs = it.get("outputs") if isinstance(it, dict) else None
+        if not isinstance(outs, dict):
+            raise GoldenError(f"{path}: runner {chosen[0][0]!r} iteration {i} has no 'outputs' object; "
+                              "re-save the file with polygraphy run --save-outputs")
         iterations.append({k: _array(v, f"{path}: iteration {i} output {k!r}") for k, v in outs.items()})
     if not iterations:
         raise GoldenError(f"{path}: runner {chosen[0][0]!r} has no iterations")

@@ -92,3 +92,26 @@ def raw_tar(entries: list[tuple[tarfile.TarInfo, bytes | None]]) -> bytes:
         for info, data in entries:
             tar.addfile(info, io.BytesIO(data) if data is not None else None)
     return buf.getvalue()
+
+
+@pytest.fixture(scope="session")
+def small_build() -> Any:
+    """A real TensorRT-RTX build of the 3-node conv_bn_relu model (about 0.3 s)."""
+    if not HAS_RTX:
+        pytest.skip("tensorrt_rtx is not installed (pip install 'pytest-trt[rtx]')")
+    from tests.audit.rtx_build import build_small
+
+    return build_small()
+
+
+@pytest.fixture(scope="session")
+def small_signed_bundle(tmp_path_factory: pytest.TempPathFactory, small_build: Any, record_of: Any,
+                        keypair: tuple[Path, Path]) -> Path:
+    """A signed bundle of about 7 KB (engine hash only, two-key environment): small enough to flip every byte."""
+    from pytest_trt.audit.bundle import write_bundle
+
+    env = {"schema": 1, "python": {"version": "3.10.12", "implementation": "CPython"}}
+    info = write_bundle(small_build, tmp_path_factory.mktemp("small"), record=record_of(small_build), environment=env,
+                        include_engine=False, sign_key=keypair[0],
+                        golden_results={"tests/test_s.py::test_s": {"verdict": "pass"}})
+    return info.path

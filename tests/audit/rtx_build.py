@@ -43,11 +43,25 @@ def build_mobilenet(
     *, name: str = "mobilenet_v2", version: str = "1.2.3", opt_level: int | None = None, max_batch: int = 32
 ) -> BuildResult:
     """Build ``examples.models.mobilenet_v2()`` on the CPU with TensorRT-RTX; a real BuildResult."""
-    import tensorrt_rtx as trt
-
     from examples.models import mobilenet_v2
 
-    onnx_bytes = mobilenet_v2().SerializeToString()
+    return build_rtx(mobilenet_v2(), name=name, version=version, opt_level=opt_level, max_batch=max_batch)
+
+
+def build_small() -> BuildResult:
+    """Build ``examples.models.conv_bn_relu()`` (3x16x16 input): the smallest real engine, for byte-level tests."""
+    from examples.models import conv_bn_relu
+
+    return build_rtx(conv_bn_relu(), name="conv_bn_relu", version="1", max_batch=2, hw=16)
+
+
+def build_rtx(
+    model: Any, *, name: str, version: str, opt_level: int | None = None, max_batch: int = 32, hw: int = 32
+) -> BuildResult:
+    """Build an ONNX ``model`` with one NCHW input named ``input`` (``hw`` x ``hw``) with TensorRT-RTX."""
+    import tensorrt_rtx as trt
+
+    onnx_bytes = model.SerializeToString()
     logger = _logger()
     logger.entries = []
     logger.t0 = time.perf_counter()
@@ -62,16 +76,17 @@ def build_mobilenet(
     if opt_level is not None:
         config.builder_optimization_level = opt_level
     profile = builder.create_optimization_profile()
-    profile.set_shape("input", (1, 3, 32, 32), (8, 3, 32, 32), (max_batch, 3, 32, 32))
+    opt = min(8, max_batch)
+    profile.set_shape("input", (1, 3, hw, hw), (opt, 3, hw, hw), (max_batch, 3, hw, hw))
     config.add_optimization_profile(profile)
     t_build = time.perf_counter()
     plan = builder.build_serialized_network(network, config)
     assert plan is not None, "build failed"
     build_s = time.perf_counter() - t_build
     pinned = {
-        "name": name, "version": version, "onnx": "models/mobilenet_v2.onnx", "precision": "typed",
+        "name": name, "version": version, "onnx": f"models/{name}.onnx", "precision": "typed",
         "builder_optimization_level": opt_level,
-        "profiles": [{"input": {"min": [1, 3, 32, 32], "opt": [8, 3, 32, 32], "max": [max_batch, 3, 32, 32]}}],
+        "profiles": [{"input": {"min": [1, 3, hw, hw], "opt": [opt, 3, hw, hw], "max": [max_batch, 3, hw, hw]}}],
     }
     effective = {**pinned, "builder_optimization_level": config.builder_optimization_level}
     onnx_sha = hashlib.sha256(onnx_bytes).hexdigest()

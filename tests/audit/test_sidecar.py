@@ -36,6 +36,7 @@ def test_a_bundle_changed_behind_the_sidecar_is_rewritten(tmp_path: Path, mnv2: 
     first = write_bundle(mnv2, tmp_path, **kwargs)
     data = bytearray(first.path.read_bytes())
     data[len(data) // 2] ^= 0xFF  # same size, other bytes, new mtime
+    first.path.chmod(0o644)  # bundles are written read-only
     first.path.write_bytes(bytes(data))
     assert sidecar.read_state(first.path) is None
     again = write_bundle(mnv2, tmp_path, **kwargs)

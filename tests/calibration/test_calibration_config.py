@@ -78,7 +78,7 @@ def test_toml_pins_resolve_calibration_paths_against_the_file(models, npy_dir: P
     assert cfg.calibration is not None and cfg.calibration.cache == npy_dir.parent / "q.cache"
     assert load_samples(cfg.calibration, input_name="x").n == 12
     pins.write_text(pins.read_text().replace('cache = "q.cache"', 'cache = "q.cache"\nbins = 2048'))
-    with pytest.raises(ConfigError, match="BuildConfig 'q': unknown Calibration field.*bins") as ei:
+    with pytest.raises(ConfigError, match=r"pins.toml \[configs.q\]: BuildConfig 'q': unknown key\(s\) bins under calibration") as ei:
         BuildConfig.from_toml(pins, "q")
     assert ei.value.field == "calibration.bins"
 

@@ -9,7 +9,7 @@ import sys
 import tarfile
 from pathlib import Path
 
-from pytest_trt.audit.schema import normalized_effective, profile_shapes
+from pytest_trt.audit.profiles import normalized_effective, profile_shapes
 from tests.upgrade.conftest import ROOT
 
 #: the example MobileNetV2's profile (examples/test_mobilenet.py and examples/upgrade/test_upgrade_ort.py)

@@ -1,0 +1,271 @@
+"""Bounded, single-pass reading of a bundle's tar.gz, with a byte-for-byte canonical check.
+
+A bundle comes from anyone, so reading it must cost no more memory than the
+caller allows, whatever the file claims:
+
+* every 512-byte tar header is parsed here (not by :mod:`tarfile`, which reads
+  PAX and GNU long-name records into memory whole) and checked before any of
+  its data is decompressed: checksum, type (only regular files), flat name,
+  no duplicates, and the declared size against the caller's cap for that name;
+* member data is streamed in chunks; only members the caller keeps are held in
+  memory, and never more than their cap;
+* zero padding after the last member is bounded.
+
+The same pass rebuilds the archive the deterministic writer
+(:func:`pytest_trt.audit.archive.write_tar_gz`) would produce from these
+members, compresses it and hashes it, and hashes the file's own bytes.  Equal
+digests mean the file is exactly the writer's output for its members, so a
+change anywhere (gzip header, deflate bits that decompress to the same data,
+tar header fields nobody reads) is detected.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import tarfile
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from pytest_trt.audit.archive import GZIP_LEVEL, UnsafeMember, check_member_name, member_header
+
+BLOCK = tarfile.BLOCKSIZE
+RECORD = tarfile.RECORDSIZE
+#: zero bytes allowed after the end-of-archive blocks (the writer pads to one 10 KiB record)
+MAX_TRAILING_ZEROS = RECORD
+#: once the file differs from the writer's output it will be refused; read on only this much further
+#: (for a precise message about a member), so a bomb costs bounded time too
+MAX_READ_AFTER_DIFFERENCE = 64 << 20
+
+_TYPES = {
+    b"1": "hard link", b"2": "link", b"3": "device file", b"4": "device file", b"5": "directory",
+    b"6": "FIFO", b"7": "contiguous file", b"x": "PAX extended header", b"g": "PAX global header",
+    b"L": "GNU long name record", b"K": "GNU long link record", b"S": "GNU sparse file",
+}
+
+
+class ArchiveError(ValueError):
+    """The file is not a readable tar.gz, or breaks a limit; the message says which and how."""
+
+
+@dataclass(frozen=True)
+class Scan:
+    """What one pass over an archive found."""
+
+    members: dict[str, bytes]  # the kept members' bytes
+    sha256: dict[str, str]  # every member's sha256
+    sizes: dict[str, int]
+    order: tuple[str, ...]  # members in archive order
+    file_sha256: str  # of the file's bytes
+    first_difference: int | None  # offset of the first byte differing from the writer's output; None: identical
+
+    @property
+    def canonical(self) -> bool:
+        return self.first_difference is None
+
+
+class _Comparison:
+    """Compares two byte streams fed in any interleaving, holding only the part one side is ahead by."""
+
+    def __init__(self) -> None:
+        self.pending: tuple[bytearray, bytearray] = (bytearray(), bytearray())
+        self.matched = 0
+        self.first_difference: int | None = None
+        self.noticed_at: int | None = None  # tar offset where the reader first saw the difference
+
+    def feed(self, side: int, data: bytes) -> None:
+        if self.first_difference is not None:
+            return
+        self.pending[side].extend(data)
+        a, b = self.pending
+        n = min(len(a), len(b))
+        if a[:n] != b[:n]:
+            self.first_difference = self.matched + next(i for i in range(n) if a[i] != b[i])
+            a.clear()
+            b.clear()
+            return
+        del a[:n], b[:n]
+        self.matched += n
+
+    def finish(self) -> None:
+        if self.first_difference is None and any(self.pending):
+            self.first_difference = self.matched
+
+
+class _HashingReader:
+    """The raw file: every byte read is hashed and compared (gzip reads the file exactly once, in order)."""
+
+    def __init__(self, fh: BinaryIO, comparison: _Comparison) -> None:
+        self.fh = fh
+        self.hash = hashlib.sha256()
+        self.comparison = comparison
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.fh.read(n)
+        self.hash.update(data)
+        self.comparison.feed(0, data)
+        return data
+
+    def drain(self) -> None:
+        while self.read(1 << 20):
+            pass
+
+
+class _RebuiltSink:
+    """Receives the writer's output for the members read so far."""
+
+    def __init__(self, comparison: _Comparison) -> None:
+        self.comparison = comparison
+
+    def write(self, data: Any) -> int:
+        self.comparison.feed(1, bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+def _octal(field: bytes, what: str) -> int:
+    if field[:1] and field[0] & 0x80:  # GNU base-256: only for values our writer never produces
+        raise ArchiveError(f"tar header {what} uses base-256 encoding (bundles use octal)")
+    text = field.split(b"\0", 1)[0].strip(b" ")
+    if not text:
+        return 0
+    try:
+        return int(text.decode("ascii"), 8)
+    except ValueError:
+        raise ArchiveError(f"tar header {what} field {field!r} is not octal") from None
+
+
+def _name(header: bytes) -> str:
+    name = header[0:100].split(b"\0", 1)[0]
+    prefix = header[345:500].split(b"\0", 1)[0] if header[257:262] == b"ustar" else b""
+    full = prefix + b"/" + name if prefix else name
+    return full.decode("utf-8", "surrogateescape")
+
+
+def _check_header(header: bytes) -> tuple[str, int]:
+    stored = _octal(header[148:156], "checksum")
+    actual = sum(header[:148]) + 8 * 32 + sum(header[156:])
+    if stored != actual:
+        raise ArchiveError(f"tar header checksum {stored} does not match its bytes ({actual})")
+    name = _name(header)
+    kind = header[156:157]
+    if kind not in (b"0", b"\0"):
+        why = _TYPES.get(kind, f"unsupported member type {kind!r}")
+        if kind in (b"1", b"2"):
+            link = header[157:257].split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
+            why = f"link to {link!r}"
+        raise UnsafeMember(name.rstrip("/") or "<unnamed>", why)
+    check_member_name(name)
+    return name, _octal(header[124:136], "size")
+
+
+def _read_exact(gz: Any, n: int) -> bytes:
+    data: bytes = gz.read(n)
+    if len(data) != n:
+        raise ArchiveError("archive ends in the middle of a member (truncated file)")
+    return data
+
+
+def scan(
+    path: Path,
+    *,
+    max_size: Callable[[str], int],
+    keep: Callable[[str], bool],
+    chunk: int = 1 << 20,
+) -> Scan:
+    """Read ``path`` once; raise :class:`UnsafeMember` or :class:`ArchiveError` on anything unsafe or broken.
+
+    ``max_size(name)`` is the largest size accepted for a member (checked from
+    its header, before its data is decompressed); a name the caller does not
+    know should get a size of -1, which refuses it as unknown.  ``keep(name)``
+    says whether the member's bytes are returned (others are only hashed).
+    ``OSError`` from opening the file is left to the caller.
+    """
+    members: dict[str, bytes] = {}
+    hashes: dict[str, str] = {}
+    sizes: dict[str, int] = {}
+    order: list[str] = []
+    comparison = _Comparison()
+    sink = _RebuiltSink(comparison)
+    with open(path, "rb") as raw_fh:
+        if not raw_fh.read(1):
+            raise ArchiveError("is empty (0 bytes), not a bundle")
+        raw_fh.seek(0)
+        raw = _HashingReader(raw_fh, comparison)
+        try:
+            reader: Any = raw  # duck-typed file objects
+            writer: Any = sink
+            with gzip.GzipFile(fileobj=reader, mode="rb") as gz, gzip.GzipFile(
+                filename="", mode="wb", fileobj=writer, compresslevel=GZIP_LEVEL, mtime=0
+            ) as rebuilt:
+                offset = 0
+                while True:
+                    header = gz.read(BLOCK)
+                    if len(header) < BLOCK:
+                        raise ArchiveError("archive ends without the end-of-archive marker (truncated file)")
+                    if header == bytes(BLOCK):
+                        break
+                    name, size = _check_header(header)
+                    if name in sizes:
+                        raise UnsafeMember(name, "duplicate member")
+                    cap = max_size(name)
+                    if cap < 0:
+                        raise UnsafeMember(name, "unknown member name for this bundle schema")
+                    if size > cap:
+                        raise ArchiveError(
+                            f"member {name} declares {size:,} bytes, more than the {cap:,} accepted for it "
+                            "(a decompression bomb or a damaged header); nothing was decompressed"
+                        )
+                    rebuilt.write(member_header(name, size))
+                    h, kept, left = hashlib.sha256(), [], size
+                    while left:
+                        _check_progress(comparison, offset + size - left)
+                        block = _read_exact(gz, min(chunk, left))
+                        left -= len(block)
+                        h.update(block)
+                        rebuilt.write(block)
+                        if keep(name):
+                            kept.append(block)
+                    pad = -size % BLOCK
+                    if pad and _read_exact(gz, pad) != bytes(pad):
+                        raise ArchiveError(f"member {name}: non-zero padding after its data")
+                    rebuilt.write(bytes(pad))
+                    offset += BLOCK + size + pad
+                    if keep(name):
+                        members[name] = b"".join(kept)
+                    hashes[name], sizes[name] = h.hexdigest(), size
+                    order.append(name)
+                trailing = gz.read(MAX_TRAILING_ZEROS + 1)
+                if trailing.strip(b"\0"):
+                    raise UnsafeMember("<end of archive>", "non-zero data after the last member")
+                if len(trailing) > MAX_TRAILING_ZEROS:
+                    raise ArchiveError(
+                        f"more than {MAX_TRAILING_ZEROS:,} bytes of padding after the last member "
+                        "(a decompression bomb or a damaged file)"
+                    )
+                offset += 2 * BLOCK
+                rebuilt.write(bytes(2 * BLOCK) + bytes(-offset % RECORD))
+        except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+            raise ArchiveError(f"not a readable tar.gz archive ({exc})") from None
+        raw.drain()
+    comparison.finish()
+    return Scan(members, hashes, sizes, tuple(order), raw.hash.hexdigest(), comparison.first_difference)
+
+
+def _check_progress(comparison: _Comparison, offset: int) -> None:
+    """Stop reading a file already known to differ from the writer's output, once far past the difference."""
+    if comparison.first_difference is None:
+        return
+    if comparison.noticed_at is None:
+        comparison.noticed_at = offset
+    if offset - comparison.noticed_at > MAX_READ_AFTER_DIFFERENCE:
+        raise ArchiveError(
+            f"the file differs from the writer's archive of its members from byte {comparison.first_difference:,} "
+            f"and still goes on {MAX_READ_AFTER_DIFFERENCE >> 20} MiB later (a decompression bomb or a damaged "
+            "file); reading stopped"
+        )

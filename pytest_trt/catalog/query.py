@@ -1,0 +1,156 @@
+"""Catalog queries: filters turned into one parameterised SQL statement.
+
+Patterns: ``--backend-version 8.6.*`` is a shell-style glob; a value without
+``*``/``?`` matches the version itself and every longer one below it
+(``8.6`` matches ``8.6`` and ``8.6.1.6``).  ``--device A100`` matches any
+device name containing the text, case-insensitively.  ``--calibration`` ignores
+case, ``-`` and ``_`` (``min-max`` = ``minmax``).  ``--verdict regression``
+means a golden check that failed (``fail``, or ``regression`` where a newer
+golden layer records it so).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from pytest_trt.catalog.store import Catalog
+
+VERDICT_ALIASES = {"regression": ("fail", "regression"), "fail": ("fail", "regression")}
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdwy])$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
+
+
+def parse_duration(text: str) -> timedelta:
+    """``90d``, ``12h``, ``3y``, ``2w``, ``30m``, ``45s``; raises ``ValueError`` with the accepted forms."""
+    m = _DURATION.match(text.strip().lower())
+    if m is None:
+        raise ValueError(f"duration {text!r} is not a number followed by s, m, h, d, w or y (e.g. 90d, 7y)")
+    return timedelta(seconds=float(m.group(1)) * _UNIT_S[m.group(2)])
+
+
+def parse_since(text: str, *, now: datetime | None = None) -> str:
+    """An ISO date or datetime (``2026-03-01``), or a duration back from now (``30d``); ISO UTC text."""
+    now = now or datetime.now(timezone.utc)
+    try:
+        when = now - parse_duration(text)
+    except ValueError:
+        try:
+            when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"--since {text!r} is neither a date (2026-03-01) nor a duration (30d)") from None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class Filters:
+    config: str | None = None
+    backend: str | None = None
+    backend_version: str | None = None
+    device: str | None = None
+    calibration: str | None = None
+    verdict: str | None = None
+    engine_sha256: str | None = None
+    since: str | None = None  # ISO UTC, see parse_since
+    include_all: bool = False  # superseded and pruned rows too
+    limit: int | None = None
+
+
+def _glob(value: str) -> tuple[str, list[str]]:
+    if any(c in value for c in "*?["):
+        return "GLOB ?", [value]
+    return "", [value]
+
+
+def where(f: Filters) -> tuple[str, list[Any]]:
+    """``WHERE ...`` (or ``""``) and its parameters for ``bundles b``."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if f.config:
+        op, ps = _glob(f.config)
+        clauses.append(f"b.config_name {op}" if op else "b.config_name = ?")
+        params += ps
+    if f.backend:
+        clauses.append("b.backend = ?")
+        params.append(f.backend)
+    if f.backend_version:
+        op, ps = _glob(f.backend_version)
+        if op:
+            clauses.append(f"b.backend_version {op}")
+            params += ps
+        else:
+            clauses.append("(b.backend_version = ? OR b.backend_version GLOB ?)")
+            params += [f.backend_version, f.backend_version + ".*"]
+    if f.device:
+        clauses.append("(b.device LIKE ? ESCAPE '\\' OR b.device_json LIKE ? ESCAPE '\\')")
+        like = "%" + re.sub(r"([%_\\])", r"\\\1", f.device) + "%"
+        params += [like, like]
+    if f.calibration:
+        clauses.append("replace(replace(lower(b.calibration_algorithm), '-', ''), '_', '') = ?")
+        params.append(re.sub(r"[-_]", "", f.calibration.lower()))
+    if f.verdict:
+        names = VERDICT_ALIASES.get(f.verdict.lower(), (f.verdict.lower(),))
+        clauses.append(f"EXISTS (SELECT 1 FROM verdicts v JOIN bundles o ON o.sha256 = v.bundle_sha256 "
+                       f"WHERE o.path = b.path AND o.engine_sha256 = b.engine_sha256 "
+                       f"AND v.verdict IN ({', '.join('?' * len(names))}))")
+        params += list(names)
+    if f.engine_sha256:
+        clauses.append("substr(b.engine_sha256, 1, ?) = ?")
+        params += [len(f.engine_sha256), f.engine_sha256.lower()]
+    if f.since:
+        clauses.append("b.created >= ?")
+        params.append(f.since)
+    if not f.include_all:
+        clauses.append("b.superseded_by IS NULL AND b.pruned IS NULL")
+    return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+
+# verdicts and approvals of the bundle file's lineage (store.LINEAGE): every version of the file with this engine
+_VERDICTS_SQL = ("(SELECT group_concat(verdict, ',') FROM (SELECT DISTINCT v.verdict FROM verdicts v "
+                 "JOIN bundles o ON o.sha256 = v.bundle_sha256 WHERE o.path = b.path "
+                 "AND o.engine_sha256 = b.engine_sha256 ORDER BY v.verdict)) AS verdicts")
+_APPROVALS_SQL = ("(SELECT count(DISTINCT a.test || ' ' || ifnull(a.golden, '') || ' ' || ifnull(a.generation, '')) "
+                  "FROM approvals a JOIN bundles o ON o.sha256 = a.bundle_sha256 "
+                  "WHERE o.path = b.path AND o.engine_sha256 = b.engine_sha256) AS approvals")
+
+
+def query(catalog: Catalog, f: Filters) -> list[dict[str, Any]]:
+    """Matching bundles, oldest first, each with its verdict names and approval count."""
+    clause, params = where(f)
+    sql = f"SELECT b.*, {_VERDICTS_SQL}, {_APPROVALS_SQL} FROM bundles b {clause} ORDER BY b.created, b.sha256"
+    if f.limit is not None:
+        sql += f" LIMIT {int(f.limit)}"
+    return catalog.rows(sql, params)
+
+
+def history(catalog: Catalog, config: str, *, include_all: bool = False, since: str | None = None
+            ) -> list[dict[str, Any]]:
+    """Every bundle of one config over time, with its verdicts (and metrics) and approvals."""
+    rows = query(catalog, Filters(config=config, include_all=include_all, since=since))
+    for row in rows:
+        details = catalog.details(row["sha256"])
+        row["verdict_rows"] = details["verdicts"]
+        row["approval_rows"] = details["approvals"]
+        row["registrations"] = details["registrations"]
+    return rows
+
+
+def jsonable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for row in rows:
+        row = dict(row)
+        if isinstance(row.get("device_json"), str):
+            row["device"] = row.get("device")
+            row["device_detail"] = json.loads(row.pop("device_json"))
+        for key in ("engine_included", "signature_checked"):
+            if key in row:
+                row[key] = bool(row[key])
+        if row.get("git_dirty") is not None:
+            row["git_dirty"] = bool(row["git_dirty"])
+        out.append(row)
+    return out

@@ -1,0 +1,193 @@
+"""The catalog database: connection settings, busy retries and versioned migrations.
+
+SQLite in WAL mode: readers never block the one writer, and writers from
+several pytest-xdist workers or concurrent sessions queue on SQLite's own
+lock (``busy_timeout``) instead of failing.  Every write runs in a
+``BEGIN IMMEDIATE`` transaction, which takes the write lock up front, so a
+transaction never has to be abandoned half-way because another writer got
+the lock between its read and its write.
+
+The schema version is ``PRAGMA user_version``.  :data:`MIGRATIONS` holds one
+script per version; opening a database applies, in one transaction each, the
+scripts it has not seen yet.  A database written by a newer pytest-trt (a
+higher version) is refused rather than misread.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TypeVar
+
+from pytest_trt.errors import TrtError
+
+T = TypeVar("T")
+
+#: seconds SQLite itself waits for a lock before reporting "database is locked"
+BUSY_TIMEOUT_S = 30.0
+#: attempts of a whole operation that still met a busy database (e.g. while WAL mode is switched on)
+RETRIES = 8
+
+#: version n is reached by running MIGRATIONS[n - 1]; append, never edit a released entry
+MIGRATIONS: tuple[str, ...] = (
+    # 1: bundles, their golden verdicts and approvals
+    """
+    CREATE TABLE bundles (
+        sha256 TEXT PRIMARY KEY,
+        path TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        config_name TEXT,
+        config_version TEXT,
+        backend TEXT,
+        backend_version TEXT,
+        cuda_runtime TEXT,
+        cuda_driver TEXT,
+        device TEXT,
+        device_json TEXT,
+        engine_sha256 TEXT NOT NULL,
+        engine_included INTEGER NOT NULL,
+        onnx_sha256 TEXT,
+        config_hash TEXT,
+        config_sha256 TEXT,
+        calibration_algorithm TEXT,
+        calibration_cache_sha256 TEXT,
+        git_commit TEXT,
+        git_dirty INTEGER,
+        created TEXT NOT NULL,
+        indexed TEXT NOT NULL,
+        signer_key_sha256 TEXT,
+        signature_checked INTEGER NOT NULL DEFAULT 0,
+        superseded_by TEXT,
+        pruned TEXT
+    );
+    CREATE INDEX bundles_config ON bundles (config_name, created);
+    CREATE INDEX bundles_backend_version ON bundles (backend_version);
+    CREATE INDEX bundles_device ON bundles (device);
+    CREATE INDEX bundles_engine ON bundles (engine_sha256);
+    CREATE INDEX bundles_created ON bundles (created);
+    CREATE INDEX bundles_path ON bundles (path);
+    CREATE TABLE verdicts (
+        bundle_sha256 TEXT NOT NULL REFERENCES bundles (sha256) ON DELETE CASCADE,
+        test TEXT NOT NULL,
+        verdict TEXT NOT NULL,
+        golden TEXT,
+        generation INTEGER,
+        message TEXT,
+        metrics TEXT NOT NULL,
+        PRIMARY KEY (bundle_sha256, test)
+    );
+    CREATE INDEX verdicts_verdict ON verdicts (verdict, bundle_sha256);
+    CREATE TABLE approvals (
+        bundle_sha256 TEXT NOT NULL REFERENCES bundles (sha256) ON DELETE CASCADE,
+        test TEXT NOT NULL,
+        golden TEXT,
+        generation INTEGER,
+        approver TEXT,
+        reason TEXT,
+        PRIMARY KEY (bundle_sha256, test)
+    );
+    """,
+    # 2: what was pushed to MLflow and which model versions were registered
+    """
+    CREATE TABLE pushes (
+        bundle_sha256 TEXT NOT NULL REFERENCES bundles (sha256) ON DELETE CASCADE,
+        uri TEXT NOT NULL,
+        experiment TEXT NOT NULL,
+        run_id TEXT NOT NULL,
+        time TEXT NOT NULL,
+        PRIMARY KEY (bundle_sha256, uri)
+    );
+    CREATE TABLE registrations (
+        bundle_sha256 TEXT NOT NULL REFERENCES bundles (sha256) ON DELETE CASCADE,
+        uri TEXT NOT NULL,
+        model_name TEXT NOT NULL,
+        model_version TEXT NOT NULL,
+        time TEXT NOT NULL,
+        PRIMARY KEY (bundle_sha256, uri, model_name)
+    );
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class CatalogError(TrtError):
+    """The catalog database cannot be used (newer schema, not a database, unwritable)."""
+
+
+def _busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def with_retries(operation: Callable[[], T], *, attempts: int = RETRIES) -> T:
+    """Run ``operation``, again with jittered back-off while SQLite reports a busy database."""
+    for attempt in range(attempts):
+        try:
+            return operation()
+        except sqlite3.OperationalError as exc:
+            if not _busy(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(min(2.0, 0.05 * 2**attempt) * (0.5 + random.random()))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+@contextmanager
+def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``, rolled back on any error."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    with write_transaction(conn):
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise CatalogError(
+                f"{path}: catalog schema version {version} is newer than this pytest-trt reads "
+                f"({SCHEMA_VERSION}); upgrade pytest-trt to use it",
+                path=str(path),
+            )
+        for number in range(version + 1, SCHEMA_VERSION + 1):
+            for statement in MIGRATIONS[number - 1].split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {number}")
+
+
+def connect(path: Path, *, migrate: bool = True) -> sqlite3.Connection:
+    """Open (creating and migrating) the catalog at ``path``; raises :class:`CatalogError` for unusable files."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    def open_it() -> sqlite3.Connection:
+        conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+        try:
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA foreign_keys = ON")
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL: durable at checkpoints, never corrupt
+            if migrate:
+                _migrate(conn, path)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    try:
+        return with_retries(open_it)
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError) and _busy(exc):
+            raise CatalogError(f"{path}: catalog stayed locked by another writer ({exc}); try again",
+                               path=str(path)) from None
+        raise CatalogError(f"{path}: not a usable catalog database ({exc}); give another --db path",
+                           path=str(path)) from None

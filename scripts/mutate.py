@@ -1,0 +1,215 @@
+"""Hand-written mutation testing of the critical modules: is each mutant killed by the tests that guard it?
+
+Run by hand (minutes; not part of the suite)::
+
+    python scripts/mutate.py              # every mutant
+    python scripts/mutate.py --only verify-log-hash tarscan-size-cap
+    python scripts/mutate.py --list
+
+Each mutant is one string replacement in one module, a plausible real bug.  The script applies it, runs the
+tests named for it (``pytest -x``), restores the file (always, also on Ctrl-C) and prints KILLED when a test
+failed, SURVIVED when all passed, STALE when the original text is no longer in the module (update the list).
+Exit status: 1 when a mutant survived or went stale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    id: str
+    module: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+    why: str  # the real bug it stands for
+
+
+_VERIFY = ("tests/audit/test_verify.py", "tests/audit/test_tamper.py", "tests/audit/test_hostile_bundles.py")
+_CLI = ("tests/audit/test_cli_bad_inputs.py", "tests/test_cli.py")
+_ASSERTIONS = ("tests/buildlog/test_buildlog_assertions.py", "tests/buildlog/test_assertion_edges.py")
+_CACHE = ("tests/foundation/test_cache.py", "tests/foundation/test_cache_integrity.py")
+
+MUTANTS = (
+    # -- audit/verify.py, audit/tarscan.py, audit/schema.py: reading bundles --------------------------------------
+    Mutant("verify-log-hash", "pytest_trt/audit/verify.py",
+           "        if hashes[name] != digest:",
+           '        if hashes[name] != digest and name != "build.log.gz":',
+           _VERIFY, "a replaced, well-formed build log is accepted"),
+    Mutant("verify-any-hash", "pytest_trt/audit/verify.py",
+           "        if hashes[name] != digest:", "        if False:",
+           _VERIFY, "no member hash is checked"),
+    Mutant("verify-unlisted-member", "pytest_trt/audit/verify.py",
+           "        if name not in listed and name not in (MANIFEST, SIGNATURE):",
+           "        if False:", _VERIFY, "a member missing from the manifest is accepted"),
+    Mutant("verify-no-canonical", "pytest_trt/audit/verify.py",
+           "    _check_canonical(path, found)\n", "", _VERIFY,
+           "gzip/tar framing changes pass (99.6 % tamper detection, the probe's finding)"),
+    Mutant("verify-schema-after-signature", "pytest_trt/audit/verify.py",
+           "    signer = _check_signature(path, members, public_key)  # before any member's JSON is parsed\n"
+           "    _check_canonical(path, found)\n    docs = _check_schema(path, members, hashes)\n",
+           "    _check_canonical(path, found)\n    docs = _check_schema(path, members, hashes)\n"
+           "    signer = _check_signature(path, members, public_key)\n",
+           _VERIFY, "JSON of an edited signed bundle is parsed before its signature is checked"),
+    Mutant("verify-no-signature-check", "pytest_trt/audit/verify.py",
+           "        return verify_manifest_signature(members[MANIFEST], members[SIGNATURE], public_key)",
+           "        return 'unchecked'", _VERIFY, "--public-key accepts any signature"),
+    Mutant("verify-engine-sha", "pytest_trt/audit/verify.py",
+           '    if meta["engine_sha256"] != engine_sha:', "    if False:", _VERIFY,
+           "build.json may name another engine than the one bundled"),
+    Mutant("verify-log-cap", "pytest_trt/audit/verify.py",
+           "        if total > limit:", "        if False:", _VERIFY,
+           "an inflating build.log.gz is decompressed without bound"),
+    Mutant("tarscan-size-cap", "pytest_trt/audit/tarscan.py",
+           "                    if size > cap:", "                    if False:", _VERIFY,
+           "a 2 GiB member is read into memory (decompression bomb)"),
+    Mutant("tarscan-unknown-name", "pytest_trt/audit/tarscan.py",
+           "                    if cap < 0:", "                    if False:", _VERIFY,
+           "an unknown member name is read and kept"),
+    Mutant("tarscan-links", "pytest_trt/audit/tarscan.py",
+           '    if kind not in (b"0", b"\\0"):', '    if kind not in (b"0", b"\\0", b"2"):', _VERIFY,
+           "a symlink member is accepted"),
+    Mutant("tarscan-duplicates", "pytest_trt/audit/tarscan.py",
+           "                    if name in sizes:", "                    if False:", _VERIFY,
+           "a duplicate member (the second wins in tar extract) is accepted"),
+    Mutant("tarscan-trailing", "pytest_trt/audit/tarscan.py",
+           "                if trailing.strip(b\"\\0\"):", "                if False:", _VERIFY,
+           "data appended after the archive is accepted"),
+    Mutant("archive-nested-names", "pytest_trt/audit/archive.py",
+           "    if len(parts) > 1:", "    if False:", _VERIFY, "nested member paths are accepted"),
+    Mutant("schema-record-unchecked", "pytest_trt/audit/schema.py",
+           "        check_record(doc[\"record\"])", "        pass", _VERIFY + _CLI,
+           "a wrong-typed build record reaches show/diff (traceback)"),
+    # -- audit/bundle.py, fileio.py, recorder.py: writing bundles ---------------------------------------------------
+    Mutant("bundle-in-place", "pytest_trt/audit/bundle.py",
+           "    write_atomic(path, writer)\n",
+           "    path.parent.mkdir(parents=True, exist_ok=True)\n    with open(path, 'wb') as fh:\n        writer(fh)\n",
+           ("tests/audit/test_tamper.py", "tests/audit/test_bundle.py"),
+           "a writer dying mid-write destroys the previous bundle"),
+    Mutant("bundle-manifest-skips-log", "pytest_trt/audit/bundle.py",
+           "    manifest = render_manifest({name: sha256_hex(data) for name, data in members.items()})",
+           "    manifest = render_manifest({name: sha256_hex(data) for name, data in members.items() if name != LOG})",
+           ("tests/audit/test_bundle.py", "tests/audit/test_verify.py"), "the log is not covered by the manifest"),
+    Mutant("bundle-golden-dropped", "pytest_trt/audit/bundle.py",
+           "    if golden_results:\n", "    if False:\n",
+           ("tests/audit/test_bundle.py", "tests/audit/test_verify.py"), "golden verdicts are not bundled"),
+    Mutant("fileio-no-replace", "pytest_trt/fileio.py",
+           "        os.replace(tmp, path)", "        pass",
+           ("tests/audit/test_bundle.py", "tests/audit/test_tamper.py"), "atomic writes never reach their path"),
+    Mutant("recorder-merges-bad-file", "pytest_trt/audit/recorder.py",
+           "            aside = path.with_name(path.name + \".invalid\")",
+           "            return {}\n            aside = path.with_name(path.name + \".invalid\")",
+           ("tests/audit/test_hostile_bundles.py::test_a_bad_file_at_the_bundle_path_is_set_aside_and_reported",),
+           "a bad file at a bundle path is overwritten silently (evidence lost, nothing reported)"),
+    # -- buildlog/assertions.py -------------------------------------------------------------------------------------
+    Mutant("assert-fused-any-group", "pytest_trt/buildlog/assertions.py",
+           "            and all(set(g) & set(layer.origins) for g in groups)]",
+           "            and any(set(g) & set(layer.origins) for g in groups)]",
+           _ASSERTIONS, "a layer holding one of the nodes counts as the fusion"),
+    Mutant("assert-fused-helpers-count", "pytest_trt/buildlog/assertions.py",
+           '    return [layer for layer in record.layers if layer.kind == "compute"\n',
+           "    return [layer for layer in record.layers if True\n",
+           _ASSERTIONS, "reformat/helper layers count as fusions"),
+    Mutant("assert-glob-as-exact", "pytest_trt/buildlog/assertions.py",
+           '    if any(c in pattern for c in "*?["):', "    if False:",
+           _ASSERTIONS, "glob node patterns never match"),
+    Mutant("assert-regex-search", "pytest_trt/buildlog/assertions.py",
+           "        return \"regex\", tuple(n for n in known if rx.fullmatch(n))",
+           "        return \"regex\", tuple(n for n in known if rx.search(n))",
+           _ASSERTIONS, "'re:conv1' also matches 'conv10' (partial match)"),
+    Mutant("assert-precision-any", "pytest_trt/buildlog/assertions.py",
+           "    if layers and not wrong:", "    if layers:",
+           _ASSERTIONS, "assert_precision passes with a layer in another dtype"),
+    # -- compare/verdict.py -----------------------------------------------------------------------------------------
+    Mutant("verdict-max-abs-off", "pytest_trt/compare/verdict.py",
+           "    if t.max_abs is not None and not e.max_abs <= t.max_abs:", "    if False:",
+           ("tests/compare", "tests/golden/test_golden_workflow.py"), "max_abs threshold never breaches"),
+    Mutant("verdict-cosine-flipped", "pytest_trt/compare/verdict.py",
+           "    if t.cosine is not None and not e.cosine >= t.cosine:",
+           "    if t.cosine is not None and not e.cosine <= t.cosine:",
+           ("tests/compare", "tests/golden/test_golden_workflow.py"), "cosine similarity compared the wrong way"),
+    Mutant("verdict-accuracy-sign", "pytest_trt/compare/verdict.py",
+           "or -drop <= limit:", "or drop <= limit:",
+           ("tests/compare", "tests/golden/test_golden_workflow.py"), "an accuracy drop never breaches"),
+    Mutant("verdict-nonfinite-allowed", "pytest_trt/compare/verdict.py",
+           "    if e.nonfinite_obtained and not t.allow_nonfinite:", "    if False:",
+           ("tests/compare", "tests/golden/test_golden_workflow.py"), "NaN/inf outputs pass the golden check"),
+    # -- golden writer, cache ---------------------------------------------------------------------------------------
+    Mutant("golden-write-in-place", "pytest_trt/golden/atomic.py",
+           "            exists = path.exists()\n            if exists:\n                shutil.copyfile(path, tmp)\n",
+           "            exists = path.exists()\n            tmp = path\n",
+           ("tests/golden/test_golden_atomic.py",), "a golden update edits the file in place (a crash corrupts it)"),
+    Mutant("golden-no-validate", "pytest_trt/golden/atomic.py",
+           "                        store.validate(f, path)  # before anything is written",
+           "                        pass",
+           ("tests/golden/test_golden_atomic.py", "tests/golden/test_golden_store.py"),
+           "an update writes into a golden file of the wrong layout"),
+    Mutant("cache-no-hash-check", "pytest_trt/cache.py",
+           "                if _sha256(folder / name) != digest:", "                if False:",
+           _CACHE, "a corrupt cached engine is used"),
+    Mutant("cache-wrong-key-accepted", "pytest_trt/cache.py",
+           '            if entry.get("key") != key:', "            if False:",
+           _CACHE, "an entry of another key is used"),
+    Mutant("cache-store-in-place", "pytest_trt/cache.py",
+           "            files = result.write(tmp)", "            tmp = final\n            files = result.write(tmp)",
+           _CACHE, "cache entries are written where readers look"),
+)
+
+
+def run(mutant: Mutant, *, timeout: int) -> tuple[str, float, str]:
+    path = ROOT / mutant.module
+    original = path.read_text(encoding="utf-8")
+    if original.count(mutant.old) != 1:
+        return "STALE", 0.0, f"original text found {original.count(mutant.old)} times (expected once)"
+    start = time.perf_counter()
+    try:
+        path.write_text(original.replace(mutant.old, mutant.new), encoding="utf-8")
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *mutant.tests],
+                cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+            )
+        except subprocess.TimeoutExpired:
+            return "KILLED", time.perf_counter() - start, f"timeout after {timeout} s"
+    finally:
+        path.write_text(original, encoding="utf-8")
+    elapsed = time.perf_counter() - start
+    last = (proc.stdout.strip().splitlines() or ["?"])[-1]
+    if proc.returncode == 0:
+        return "SURVIVED", elapsed, last
+    if proc.returncode in (2, 3, 4, 5):  # interrupted, internal error, usage error, no tests collected
+        return "ERROR", elapsed, last
+    return "KILLED", elapsed, last
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", nargs="+", metavar="ID", help="run only these mutants")
+    parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument("--timeout", type=int, default=900, help="seconds per mutant (default 900)")
+    args = parser.parse_args(argv)
+    chosen = [m for m in MUTANTS if not args.only or m.id in args.only]
+    if args.list:
+        for m in chosen:
+            print(f"{m.id:32} {m.module:38} {m.why}")
+        return 0
+    counts: dict[str, int] = {}
+    for m in chosen:
+        status, seconds, detail = run(m, timeout=args.timeout)
+        counts[status] = counts.get(status, 0) + 1
+        print(f"{status:8} {m.id:32} {seconds:6.1f} s  {detail[:90]}", flush=True)
+    print("  ".join(f"{k.lower()} {v}" for k, v in sorted(counts.items())) + f"  of {len(chosen)} mutants")
+    return 1 if counts.get("SURVIVED") or counts.get("STALE") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

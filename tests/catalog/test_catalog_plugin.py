@@ -1,0 +1,72 @@
+"""``--trt-catalog``: a real pytest session (with and without xdist) indexes every bundle it writes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_trt.cli import main
+from pytest_trt.options import CATALOG, MLFLOW_REGISTER
+from tests.conftest import needs_ort
+
+SUITE = """
+import pytest
+from pytest_trt import BuildConfig, Profile
+
+PROFILE = [Profile(input=((1, 3, 16, 16), (2, 3, 16, 16), (4, 3, 16, 16)))]
+A = BuildConfig(name="cbr_a", version="1.0", onnx={onnx!r}, profiles=PROFILE)
+B = BuildConfig(name="cbr_b", version="2.0", onnx={onnx!r}, profiles=PROFILE)
+
+@pytest.mark.trt(A)
+def test_a(trt_engine):
+    pass
+
+@pytest.mark.trt(B)
+def test_b(trt_engine):
+    pass
+
+@pytest.mark.trt(B)
+def test_b_again(trt_engine):
+    pass
+"""
+
+
+@needs_ort
+def test_session_indexes_its_bundles(pytester, models, capsys):
+    """With xdist (the controller indexes the workers' bundles), then without (a second session)."""
+    pytester.makepyfile(test_model=SUITE.format(onnx=str(models["conv_bn_relu"])))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trt-engine-build", "--trt-backend",
+                                           "onnxruntime", CATALOG, "-n", "2")
+    result.assert_outcomes(passed=3)
+    db = pytester.path / "trt-bundles" / "catalog.sqlite"
+    result.stdout.fnmatch_lines(["*pytest-trt audit archive*", f"catalog {db}: 2 bundle(s) added, 0 already indexed"])
+    capsys.readouterr()
+    assert main(["catalog", "query", "--db", str(db), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["bundles"]
+    on_disk = sorted(str(p) for p in (pytester.path / "trt-bundles").glob("*.tar.gz"))
+    assert sorted(r["path"] for r in rows) == on_disk and len(on_disk) == 2
+    assert sorted(r["config_name"] for r in rows) == ["cbr_a", "cbr_b"]
+    # a second session, without xdist, finds them indexed already
+    again = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trt-backend", "onnxruntime",
+                                          "-o", "trt_catalog=true", "--trt-engine-build")
+    again.stdout.fnmatch_lines([f"catalog {db}: 0 bundle(s) added, 2 already indexed"])
+
+
+def test_register_without_uri_is_a_usage_error(pytester):
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", MLFLOW_REGISTER)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--trt-mlflow-register registers engines in MLflow and so needs --trt-mlflow-uri*"])
+
+
+def test_loading_the_plugin_and_cli_imports_neither_mlflow_nor_sqlite():
+    import subprocess
+    import sys
+
+    code = ("import sys, pytest_trt.plugin, pytest_trt.catalog.pytest_hooks, pytest_trt.cli; "
+            "pytest_trt.cli.build_parser(); "
+            "print(sorted(m for m in ('mlflow', 'sqlite3', 'hypothesis', 'tensorrt_rtx', 'onnxruntime') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,229 @@
+"""Catalog round trip on real bundles: every field, idempotence, supersession, refusal, migrations."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from pytest_trt.catalog.schema import MIGRATIONS, SCHEMA_VERSION, CatalogError, connect
+from pytest_trt.catalog.store import Catalog
+from tests.catalog.conftest import CACHE, set_created, verdict
+from tests.conftest import RTX_VERSION
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _member(path: Path, name: str) -> bytes:
+    with tarfile.open(path, "r:gz") as tar:
+        return tar.extractfile(name).read()  # type: ignore[union-attr]
+
+
+def test_rtx_bundle_round_trip(tmp_path, rtx_result, write):
+    golden = {"t.py::test_acc": verdict(rtx_result, "fail", golden="goldens/mnv2.h5", generation=3,
+                                        metrics={"l2_delta": 0.18, "top1_drop": -14.7}),
+              "t.py::test_refresh": verdict(rtx_result, "updated", golden="goldens/mnv2.h5", generation=4,
+                                            approver="Ada <ada@example.com>", reason="TensorRT upgrade")}
+    path = write(rtx_result, tmp_path / "b", golden=golden, calibration=True)
+    set_created(path, "2026-03-02T10:00:00Z")
+    with Catalog(tmp_path / "c.sqlite") as cat:
+        [res] = cat.add_paths([tmp_path / "b"])
+        assert res.status == "added"
+        [row] = cat.find(_sha(path.read_bytes()))
+        details = cat.details(row["sha256"])
+    assert row["path"] == str(path.resolve())
+    assert row["size"] == path.stat().st_size
+    assert (row["config_name"], row["config_version"]) == ("mnv2", "1.0")
+    assert (row["backend"], row["backend_version"]) == ("tensorrt-rtx", RTX_VERSION)
+    assert row["device"] == "cpu-aot"
+    assert row["engine_sha256"] == _sha(rtx_result.engine) and row["engine_included"] == 1
+    assert row["onnx_sha256"] == rtx_result.onnx_sha256
+    assert row["config_hash"] == rtx_result.config_hash
+    assert row["config_sha256"] == _sha(_member(path, "config.json"))
+    assert row["calibration_algorithm"] == "minmax"
+    assert row["calibration_cache_sha256"] == _sha(CACHE)
+    env = json.loads(_member(path, "environment.json"))
+    assert row["cuda_runtime"] == env["cuda"]["runtime"] and row["cuda_driver"] == env["cuda"]["driver"]
+    assert row["created"] == "2026-03-02T10:00:00Z"
+    assert row["signer_key_sha256"] is None and row["superseded_by"] is None
+    verdicts = {v["test"]: v for v in details["verdicts"]}
+    assert verdicts["t.py::test_acc"]["verdict"] == "fail"
+    assert verdicts["t.py::test_acc"]["metrics"] == {"l2_delta": 0.18, "top1_drop": -14.7}
+    assert verdicts["t.py::test_acc"]["generation"] == 3
+    [approval] = details["approvals"]
+    assert approval == {"bundle_sha256": row["sha256"], "test": "t.py::test_refresh", "golden": "goldens/mnv2.h5",
+                        "generation": 4, "approver": "Ada <ada@example.com>", "reason": "TensorRT upgrade"}
+
+
+def test_ort_bundle_round_trip_and_absent_calibration(tmp_path, ort_result, write):
+    import onnxruntime
+
+    path = write(ort_result, tmp_path)
+    with Catalog(tmp_path / "c.sqlite") as cat:
+        assert [r.status for r in cat.add_paths([path])] == ["added"]
+        [row] = cat.find(_sha(path.read_bytes()))
+    assert (row["config_name"], row["config_version"]) == ("cbr", "2.1")
+    assert (row["backend"], row["backend_version"]) == ("onnxruntime", onnxruntime.__version__)
+    assert row["calibration_algorithm"] is None and row["calibration_cache_sha256"] is None
+    assert row["engine_sha256"] == _sha(ort_result.engine)
+
+
+def test_git_commit_and_dirty_flag(tmp_path, rtx_result, write, environment):
+    env = {**environment, "git": {"commit": "a" * 40, "dirty": True}}
+    path = write(rtx_result, tmp_path, env=env)
+    with Catalog(tmp_path / "c.sqlite") as cat:
+        cat.add_paths([path])
+        [row] = cat.find(_sha(path.read_bytes()))
+    assert (row["git_commit"], row["git_dirty"]) == ("a" * 40, 1)
+
+
+def test_same_bundle_twice_is_one_row(tmp_path, rtx_result, write):
+    path = write(rtx_result, tmp_path)
+    with Catalog(tmp_path / "c.sqlite") as cat:
+        first = cat.add_paths([path, tmp_path])
+        second = cat.add_paths([path])
+        assert [r.status for r in first] == ["added", "known"]
+        assert [r.status for r in second] == ["known"]
+        assert cat.count() == 1
+
+
+def test_rewritten_bundle_supersedes_the_old_row(tmp_path, rtx_result, write):
+    path = write(rtx_result, tmp_path)
+    old = _sha(path.read_bytes())
+    with Catalog(tmp_path / "c.sqlite") as cat:
+        cat.add_paths([path])
+        write(rtx_result, tmp_path, golden={"t.py::a": verdict(rtx_result, "pass")})  # the recorder's rewrite
+        new = _sha(path.read_bytes())
+        cat.add_paths([path])
+        assert cat.find(old)[0]["superseded_by"] == new
+        assert cat.find(new)[0]["superseded_by"] is None
+
+
+def test_tampered_bundle_is_refused(tmp_path, rtx_result, write):
+    from tests.audit.conftest import read_members, rebuild
+
+    path = write(rtx_result, tmp_path)
+    members = read_members(path)
+    members["config.json"] = members["config.json"].replace(b'"version":"1.0"', b'"version":"9.9"')
+    bad = tmp_path / "tampered.tar.gz"
+    bad.write_bytes(rebuild(members))
+    with Catalog(tmp_path / "c.sqlite") as cat:
+        [res] = cat.add_paths([bad])
+        assert res.status == "refused"
+        assert "config.json" in str(res.reason) and "sha256 mismatch" in str(res.reason)
+        assert cat.count() == 0
+
+
+def test_signer_key_id_is_indexed(tmp_path, rtx_result, write):
+    pytest.importorskip("cryptography", reason="signing needs cryptography (pip install 'pytest-trt[sign]')")
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    key = ed25519.Ed25519PrivateKey.generate()
+    pem = tmp_path / "k.pem"
+    pem.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                      serialization.NoEncryption()))
+    pub = tmp_path / "k.pub"
+    pub.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                  serialization.PublicFormat.SubjectPublicKeyInfo))
+    path = write(rtx_result, tmp_path / "b", sign_key=pem)
+    with Catalog(tmp_path / "c.sqlite") as cat:
+        cat.add_paths([path], public_key=pub)
+        [row] = cat.find(_sha(path.read_bytes()))
+    assert row["signature_checked"] == 1
+    assert row["signer_key_sha256"] == json.loads(_member(path, "MANIFEST.sha256.sig"))["public_key_sha256"]
+    assert len(row["signer_key_sha256"]) == 64
+
+
+def test_migration_from_version_1_keeps_rows(tmp_path):
+    db = tmp_path / "c.sqlite"
+    conn = sqlite3.connect(db)
+    conn.executescript(MIGRATIONS[0] + "; PRAGMA user_version = 1;")
+    conn.execute("INSERT INTO bundles (sha256, path, size, engine_sha256, engine_included, created, indexed) "
+                 "VALUES ('ab', '/x.tar.gz', 1, 'cd', 1, '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z')")
+    conn.commit()
+    conn.close()
+    conn2 = connect(db)
+    assert conn2.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    assert conn2.execute("SELECT sha256 FROM bundles").fetchall()[0][0] == "ab"
+    assert conn2.execute("SELECT count(*) FROM pushes").fetchone()[0] == 0
+    assert conn2.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn2.close()
+
+
+def test_newer_schema_and_non_database_are_refused(tmp_path):
+    db = tmp_path / "new.sqlite"
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA user_version = 99")
+    conn.close()
+    with pytest.raises(CatalogError, match=r"schema version 99 is newer than this pytest-trt reads \(2\)"):
+        connect(db)
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(CatalogError, match="not a usable catalog database"):
+        connect(junk)
+
+
+
+def test_approval_survives_the_recorders_rewrite(tmp_path, rtx_result, write, capsys):
+    """The recorder keeps only the latest verdict per test in the file; the catalog keeps the approval."""
+    from datetime import timedelta
+
+    from pytest_trt.catalog.prune import candidates, plan_prune, references
+    from pytest_trt.cli import main
+    from tests.catalog.test_catalog_prune import NOW
+
+    folder = tmp_path / "trt-bundles"
+    db = str(folder / "catalog.sqlite")
+    path = write(rtx_result, folder, golden={"t.py::acc": verdict(rtx_result, "updated", golden="g/m.h5",
+                                                                  generation=1)})
+    set_created(path, "2025-01-01T00:00:00Z")
+    assert main(["catalog", "add", str(path), "--db", db]) == 0
+    write(rtx_result, folder, golden={"t.py::acc": verdict(rtx_result, "pass", golden="g/m.h5", generation=1)})
+    set_created(path, "2025-01-02T00:00:00Z")
+    assert main(["catalog", "add", str(path), "--db", db]) == 0
+    assert json.loads(_member(path, "golden.json"))["checks"]["t.py::acc"]["verdict"] == "pass"
+    capsys.readouterr()
+    assert main(["catalog", "query", "--verdict", "updated", "--db", db, "--json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)["bundles"]
+    assert row["sha256"] == _sha(path.read_bytes()) and row["verdicts"] == "pass,updated" and row["approvals"] == 1
+    assert main(["catalog", "history", "mnv2", "--db", db]) == 0
+    assert "  approval: g/m.h5 generation 1" in capsys.readouterr().out
+    with Catalog(Path(db)) as cat:
+        plan = plan_prune(candidates(cat), references(cat), keep_last=0, older_than=timedelta(days=1), now=NOW)
+    assert plan.delete == ()
+    assert any(r.startswith("approval: g/m.h5 generation 1") for r in plan.keep[_sha(path.read_bytes())])
+
+
+def test_approver_and_reason_come_from_the_golden_folders_approvals_log(tmp_path, rtx_result, write):
+    from pytest_trt.golden.approvals import append_jsonl
+
+    golden_dir = tmp_path / "golden"
+    golden_dir.mkdir()
+    for generation, who in ((1, "Bob"), (2, "Ada Lovelace <ada@example.com>")):
+        append_jsonl(golden_dir, {"file": "mnv2.h5", "generation": generation, "approver": who,
+                                  "reason": f"refresh {generation}", "test": "t.py::acc", "config": "mnv2"})
+    path = write(rtx_result, tmp_path / "b", golden={"t.py::acc": verdict(
+        rtx_result, "updated", golden=str(golden_dir / "mnv2.h5"), generation=2)})
+    with Catalog(tmp_path / "c.sqlite") as cat:
+        cat.add_paths([path])
+        [approval] = cat.details(_sha(path.read_bytes()))["approvals"]
+    assert (approval["approver"], approval["reason"]) == ("Ada Lovelace <ada@example.com>", "refresh 2")
+
+
+@pytest.mark.parametrize(("build", "expected"), [
+    ({"backend": "tensorrt", "backend_version": "10.3.0.26", "versions": {"tensorrt": "8.6.1.6"}}, "10.3.0.26"),
+    ({"backend": "tensorrt-rtx", "versions": {"backend": "tensorrt-rtx", "tensorrt_rtx": "1.7.1.116"}}, "1.7.1.116"),
+    ({"backend": "onnxruntime", "versions": {"backend": "onnxruntime", "onnxruntime": "1.23.2"}}, "1.23.2"),
+    ({"backend": "tensorrt", "versions": {"backend": "tensorrt"}}, None),
+])
+def test_backend_version_typed_field_first_then_the_versions_table(build, expected):
+    from pytest_trt.catalog.fields import backend_version_of
+
+    assert backend_version_of(build) == expected

@@ -1,0 +1,45 @@
+"""The cache's own integrity checks, each on a damage that only it can catch (found by scripts/mutate.py):
+a log edited but still well-formed, and an entry copied under another key."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from pytest_trt.cache import EngineCache
+from pytest_trt.errors import CacheCorrupt
+from tests.conftest import needs_rtx
+
+pytestmark = needs_rtx
+
+KEY_A, KEY_B = "a1" * 32, "b2" * 32
+
+
+@pytest.fixture(scope="module")
+def result():
+    from tests.audit.rtx_build import build_small
+
+    return build_small()
+
+
+def test_an_edited_but_well_formed_log_is_refused(tmp_path, result):
+    cache = EngineCache(tmp_path)
+    folder = cache.store(KEY_A, result)
+    assert cache.load(KEY_A) is not None  # positive control
+    log = (folder / "build.log").read_text(encoding="utf-8")
+    assert "[VERBOSE]" in log
+    (folder / "build.log").write_text(log.replace("[VERBOSE]", "[INFO]", 1), encoding="utf-8")
+    with pytest.raises(CacheCorrupt, match=f"engine cache entry {folder} is corrupt \\(build.log does not match its "
+                                           "sha256\\); it will be rebuilt"):
+        cache.load(KEY_A)
+
+
+def test_an_entry_copied_under_another_key_is_refused(tmp_path, result):
+    cache = EngineCache(tmp_path)
+    folder = cache.store(KEY_A, result)
+    other = cache.entry_dir(KEY_B)
+    other.parent.mkdir(parents=True)
+    shutil.copytree(folder, other)
+    with pytest.raises(CacheCorrupt, match=r"is corrupt \(entry.json names another key\)"):
+        cache.load(KEY_B)
