@@ -10,20 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pytest_trt.assertions import (
-    assert_calibration,
-    assert_calibration_coverage,
-    assert_dynamic_range,
-    assert_fused,
-    assert_int8,
-    assert_layer_count,
-    assert_no_fusion,
-    assert_no_warning,
-    assert_precision,
-    assert_warning,
-)
-from pytest_trt.config import BuildConfig, Calibration, OrtOptions, Profile
-from pytest_trt.engine import Engine
 from pytest_trt.errors import (
     BackendUnavailable,
     BuildFailed,
@@ -37,15 +23,38 @@ from pytest_trt.errors import (
     TrtError,
     UnsupportedOption,
 )
-from pytest_trt.result import BuildResult, LogEntry
 
 if TYPE_CHECKING:
+    from pytest_trt.assertions import (
+        assert_calibration,
+        assert_calibration_coverage,
+        assert_dynamic_range,
+        assert_fused,
+        assert_int8,
+        assert_layer_count,
+        assert_no_fusion,
+        assert_no_warning,
+        assert_precision,
+        assert_warning,
+    )
+    from pytest_trt.config import BuildConfig, Calibration, OrtOptions, Profile
+    from pytest_trt.engine import Engine
     from pytest_trt.golden.dataset import GoldenDataset
+    from pytest_trt.result import BuildResult, LogEntry
 
 __version__ = "0.1.0"
 
-#: public names imported on first use: they need numpy, which loading the plugin must not import
-_LAZY = {"GoldenDataset": "pytest_trt.golden.dataset"}
+#: public names imported on first use: loading the plugin (every pytest run in the environment,
+#: trt marker or not) must stay cheap, and GoldenDataset needs numpy
+_LAZY = {
+    "GoldenDataset": "pytest_trt.golden.dataset",
+    **dict.fromkeys(("BuildConfig", "Calibration", "OrtOptions", "Profile"), "pytest_trt.config"),
+    "Engine": "pytest_trt.engine",
+    **dict.fromkeys(("BuildResult", "LogEntry"), "pytest_trt.result"),
+    **dict.fromkeys(("assert_calibration", "assert_calibration_coverage", "assert_dynamic_range", "assert_fused",
+                     "assert_int8", "assert_layer_count", "assert_no_fusion", "assert_no_warning",
+                     "assert_precision", "assert_warning"), "pytest_trt.assertions"),
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -24,10 +24,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pytest_trt.buildlog.record import RECORD_SCHEMA
 from pytest_trt.errors import CacheCorrupt, FolderUnusable
 from pytest_trt.fileio import write_bytes_atomic
-from pytest_trt.result import ARTIFACT_SCHEMA, BuildResult
+from pytest_trt.result import ARTIFACT_SCHEMA, ENGINE_FILE, BuildResult
 
 ENTRY_FILE = "entry.json"
 CACHE_SCHEMA = 1
@@ -38,6 +37,8 @@ KEEP_CORRUPT = 5
 def cache_key(
     *, onnx_sha256: str, canonical_config: str, backend: str, versions: dict[str, str], device: dict[str, Any]
 ) -> str:
+    from pytest_trt.buildlog.record import RECORD_SCHEMA  # the buildlog package is not loaded with the plugin
+
     material = {
         "schema": [CACHE_SCHEMA, ARTIFACT_SCHEMA, RECORD_SCHEMA],
         "onnx_sha256": onnx_sha256,
@@ -132,10 +133,16 @@ class EngineCache:
             entry = json.loads(entry_path.read_text(encoding="utf-8"))
             if entry.get("key") != key:
                 raise ValueError("entry.json names another key")
-            for name, digest in entry["files"].items():
+            files = dict(entry["files"])
+            engine_digest = files.pop(ENGINE_FILE)
+            for name, digest in files.items():
                 if _sha256(folder / name) != digest:
                     raise ValueError(f"{name} does not match its sha256")
-            return BuildResult.read(folder)
+            # the engine (14.5 MB for a MobileNetV2) is hashed once, by read(), which keeps the digest
+            result = BuildResult.read(folder)
+            if result.engine_sha256 != engine_digest:
+                raise ValueError(f"{ENGINE_FILE} does not match its sha256")
+            return result
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise CacheCorrupt(
                 f"engine cache entry {folder} is corrupt ({exc}); it will be rebuilt", path=folder

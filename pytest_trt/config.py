@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -346,12 +347,26 @@ def _calibration_from_mapping(data: Mapping[str, Any], base_dir: Path | None) ->
     return result
 
 
+#: sha256 of files already hashed, by (path, size, mtime, ctime, inode): a cache key and a golden
+#: check each need the ONNX file's hash, and a 14 MB model took ~10 ms per hash (issue #14).
+#: ctime changes on every write and cannot be set back by ``os.utime``, so an edited file is rehashed.
+_SHA256_MEMO: dict[tuple[str, int, int, int, int], str] = {}
+
+
 def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    st = os.stat(path)
+    memo_key = (os.path.abspath(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    known = _SHA256_MEMO.get(memo_key)
+    if known is not None:
+        return known
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         while block := fh.read(chunk):
             h.update(block)
-    return h.hexdigest()
+    if len(_SHA256_MEMO) > 4096:  # a session hashes a few models; never grow without bound
+        _SHA256_MEMO.clear()
+    _SHA256_MEMO[memo_key] = digest = h.hexdigest()
+    return digest
 
 
 @dataclass(frozen=True)

@@ -120,16 +120,18 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    marked = [(item, mark) for item in items for mark in item.iter_markers(opt.MARKER)]
+    if not marked:  # a run without trt tests loads none of pytest-trt's modules
+        return
     from pytest_trt.config import BuildConfig
 
     problems = []
-    for item in items:
-        for mark in item.iter_markers(opt.MARKER):
-            if len(mark.args) != 1 or mark.kwargs or not isinstance(mark.args[0], BuildConfig):
-                problems.append(
-                    f"{item.nodeid}: @pytest.mark.trt takes exactly one BuildConfig, got "
-                    f"args={mark.args!r} kwargs={mark.kwargs!r}"
-                )
+    for item, mark in marked:
+        if len(mark.args) != 1 or mark.kwargs or not isinstance(mark.args[0], BuildConfig):
+            problems.append(
+                f"{item.nodeid}: @pytest.mark.trt takes exactly one BuildConfig, got "
+                f"args={mark.args!r} kwargs={mark.kwargs!r}"
+            )
     if problems:
         raise pytest.UsageError("invalid trt markers:\n  " + "\n  ".join(problems))
 

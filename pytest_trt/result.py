@@ -125,7 +125,8 @@ class BuildResult:
         build = json.loads((folder / BUILD_FILE).read_text(encoding="utf-8"))
         conf = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
         engine = (folder / ENGINE_FILE).read_bytes()
-        if hashlib.sha256(engine).hexdigest() != build["engine_sha256"]:
+        engine_sha256 = hashlib.sha256(engine).hexdigest()
+        if engine_sha256 != build["engine_sha256"]:
             raise ValueError(f"{folder / ENGINE_FILE}: sha256 does not match build.json")
         lines = (folder / LOG_FILE).read_text(encoding="utf-8").split("\n")
         if lines and lines[-1] == "":
@@ -141,7 +142,7 @@ class BuildResult:
             log.append(LogEntry(severity, float(t), "\n".join([chunk[0][len(prefix) :], *chunk[1:]])))
         if pos != len(lines):
             raise ValueError(f"{folder / LOG_FILE}: has {len(lines) - pos} lines more than build.json lists")
-        return cls(
+        result = cls(
             backend=build["backend"],
             engine=engine,
             log=tuple(log),
@@ -157,6 +158,8 @@ class BuildResult:
             backend_version=str(build.get("backend_version") or "")
             or legacy_backend_version(build["backend"], build["versions"]),
         )
+        result.__dict__["engine_sha256"] = engine_sha256  # hashed once: the cached_property's value
+        return result
 
 
 def legacy_backend_version(backend: str, versions: dict[str, str]) -> str:

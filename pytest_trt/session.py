@@ -59,6 +59,7 @@ class EngineProvider:
         self.on_progress = on_progress
         self._backend: Backend | None = backend
         self._by_key: dict[str, Engine] = {}
+        self._keys: dict[int, tuple[BuildConfig, str, str]] = {}
         self.events: list[EngineEvent] = []
         self._writers: list[threading.Thread] = []
         self.write_errors: list[str] = []
@@ -91,8 +92,16 @@ class EngineProvider:
         from pytest_trt.engine import Engine
 
         backend = self.backend
-        backend.validate(config)
-        key = self.key_for(config)
+        # validated and keyed once per config object and ONNX content (its hash is memoised by file stat):
+        # the backend's versions and device, the canonical JSON and the key hash cost ~5 ms per test
+        onnx_sha256 = config.onnx_sha256
+        known = self._keys.get(id(config))
+        if known is not None and known[0] is config and known[1] == onnx_sha256:
+            key = known[2]
+        else:
+            backend.validate(config)
+            key = self.key_for(config, onnx_sha256)
+            self._keys[id(config)] = (config, onnx_sha256, key)
         if key in self._by_key:
             return self._by_key[key]
         self.cache.check_folder()

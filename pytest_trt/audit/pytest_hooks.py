@@ -71,11 +71,11 @@ def _backend_name(config: pytest.Config) -> str | None:
 
 
 def _check_pins(config: pytest.Config, recorder: BundleRecorder) -> None:
-    from pytest_trt.audit.pins import Pins, PinsError, check_pins
-
     pins_path = _path(config, "trt_pins", INI_PINS)
     if pins_path is None:
         return
+    from pytest_trt.audit.pins import Pins, PinsError, check_pins
+
     try:
         pins = Pins.load(pins_path)
     except PinsError as exc:

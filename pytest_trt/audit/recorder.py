@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_trt.audit.bundle import BUNDLE_DIR_MODE, GOLDEN, BundleInfo, bundle_name, write_bundle
-
 if TYPE_CHECKING:
+    from pytest_trt.audit.bundle import BundleInfo
     from pytest_trt.buildlog.record import BuildRecord
     from pytest_trt.engine import Engine
 
@@ -91,6 +90,11 @@ class BundleRecorder:
         """
         if not path.is_file():
             return {}
+        from pytest_trt.audit.sidecar import read_state
+
+        state = read_state(path)  # the unchanged bundle's verdicts, without a gunzip of the engine
+        if state is not None:
+            return dict(state.golden or {}) if state.engine_sha256 == engine.result.engine_sha256 else {}
         from pytest_trt.audit.verify import verify_bundle
         from pytest_trt.errors import BundleIntegrityError
 
@@ -109,12 +113,16 @@ class BundleRecorder:
                 f"replaces it ({message}). Inspect it with: pytest-trt bundle verify {aside}"
             )
             return {}
+        from pytest_trt.audit.bundle import GOLDEN
+
         if old.engine_sha256 != engine.result.engine_sha256 or GOLDEN not in old.members:
             return {}
         return old.golden or {}
 
     def bundle(self, engine: Engine) -> BundleInfo:
         """Write (or reuse) the bundle of ``engine``; rewrites it when new golden verdicts arrived."""
+        from pytest_trt.audit.bundle import BUNDLE_DIR_MODE, bundle_name, write_bundle  # not at plugin load
+
         key = self.key(engine)
         path = self.settings.bundle_dir / bundle_name(engine.result)
         known = self.written.get(key)
@@ -142,6 +150,7 @@ class BundleRecorder:
                 calibration_cache=_calibration_cache(engine),
                 qdq_model_sha256=_qdq_sha256(engine),
                 sign_key=self.settings.sign_key,
+                reuse=True,  # an identical bundle (sidecar manifest digest) is not rewritten
             )
         self.written[key] = info
         self._bundled_tests[key] = set(golden)

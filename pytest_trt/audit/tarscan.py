@@ -30,7 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from pytest_trt.audit.archive import GZIP_LEVEL, UnsafeMember, check_member_name, member_header
+from pytest_trt.audit.archive import (
+    GZIP_LEVEL,
+    STORED_MEMBERS,
+    SegmentedGzip,
+    UnsafeMember,
+    check_member_name,
+    member_header,
+)
 
 BLOCK = tarfile.BLOCKSIZE
 RECORD = tarfile.RECORDSIZE
@@ -98,20 +105,44 @@ class _Comparison:
 class _HashingReader:
     """The raw file: every byte read is hashed and compared (gzip reads the file exactly once, in order)."""
 
-    def __init__(self, fh: BinaryIO, comparison: _Comparison) -> None:
+    def __init__(self, fh: BinaryIO, comparison: _Comparison, legacy: _Comparison | None = None) -> None:
         self.fh = fh
         self.hash = hashlib.sha256()
         self.comparison = comparison
+        self.legacy = legacy
 
     def read(self, n: int = -1) -> bytes:
         data = self.fh.read(n)
         self.hash.update(data)
         self.comparison.feed(0, data)
+        if self.legacy is not None:
+            self.legacy.feed(0, data)
         return data
 
     def drain(self) -> None:
         while self.read(1 << 20):
             pass
+
+
+class _LegacyRebuild:
+    """The writer before issue #14 (the whole tar in one gzip -1 member), for bundles written then.
+
+    Fed alongside the current writer's rebuild; it stops compressing as soon as the
+    file differs from it, so a current bundle costs only its tar headers here.
+    """
+
+    def __init__(self, comparison: _Comparison) -> None:
+        self.comparison = comparison
+        self.gz = gzip.GzipFile(filename="", mode="wb", fileobj=_RebuiltSink(comparison), compresslevel=GZIP_LEVEL,
+                                mtime=0)
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if self.comparison.first_difference is None:
+            self.gz.write(data)
+
+    def close(self) -> None:
+        if self.comparison.first_difference is None:
+            self.gz.close()
 
 
 class _RebuiltSink:
@@ -191,18 +222,18 @@ def scan(
     sizes: dict[str, int] = {}
     order: list[str] = []
     comparison = _Comparison()
+    legacy_comparison = _Comparison()
     sink = _RebuiltSink(comparison)
+    legacy = _LegacyRebuild(legacy_comparison)
     with open(path, "rb") as raw_fh:
         if not raw_fh.read(1):
             raise ArchiveError("is empty (0 bytes), not a bundle")
         raw_fh.seek(0)
-        raw = _HashingReader(raw_fh, comparison)
+        raw = _HashingReader(raw_fh, comparison, legacy_comparison)
         try:
             reader: Any = raw  # duck-typed file objects
             writer: Any = sink
-            with gzip.GzipFile(fileobj=reader, mode="rb") as gz, gzip.GzipFile(
-                filename="", mode="wb", fileobj=writer, compresslevel=GZIP_LEVEL, mtime=0
-            ) as rebuilt:
+            with gzip.GzipFile(fileobj=reader, mode="rb") as gz, SegmentedGzip(writer) as rebuilt:
                 offset = 0
                 while True:
                     header = gz.read(BLOCK)
@@ -222,19 +253,26 @@ def scan(
                             "(a decompression bomb or a damaged header); nothing was decompressed"
                         )
                     rebuilt.write(member_header(name, size))
+                    legacy.write(member_header(name, size))
+                    stored = name in STORED_MEMBERS
+                    pad = -size % BLOCK
+                    if stored:
+                        rebuilt.begin_stored(size + pad)
+                    put = rebuilt.write_stored if stored else rebuilt.write
                     h, kept, left = hashlib.sha256(), [], size
                     while left:
-                        _check_progress(comparison, offset + size - left)
+                        _check_progress(comparison, offset + size - left, legacy_comparison)
                         block = _read_exact(gz, min(chunk, left))
                         left -= len(block)
                         h.update(block)
-                        rebuilt.write(block)
+                        put(block)
+                        legacy.write(block)
                         if keep(name):
                             kept.append(block)
-                    pad = -size % BLOCK
                     if pad and _read_exact(gz, pad) != bytes(pad):
                         raise ArchiveError(f"member {name}: non-zero padding after its data")
-                    rebuilt.write(bytes(pad))
+                    put(bytes(pad))
+                    legacy.write(bytes(pad))
                     offset += BLOCK + size + pad
                     if keep(name):
                         members[name] = b"".join(kept)
@@ -250,16 +288,21 @@ def scan(
                     )
                 offset += 2 * BLOCK
                 rebuilt.write(bytes(2 * BLOCK) + bytes(-offset % RECORD))
+                legacy.write(bytes(2 * BLOCK) + bytes(-offset % RECORD))
+            legacy.close()
         except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
             raise ArchiveError(f"not a readable tar.gz archive ({exc})") from None
         raw.drain()
     comparison.finish()
-    return Scan(members, hashes, sizes, tuple(order), raw.hash.hexdigest(), comparison.first_difference)
+    legacy_comparison.finish()
+    # a bundle written before issue #14 (one gzip -1 member) is canonical for the writer of its time
+    difference = None if legacy_comparison.first_difference is None else comparison.first_difference
+    return Scan(members, hashes, sizes, tuple(order), raw.hash.hexdigest(), difference)
 
 
-def _check_progress(comparison: _Comparison, offset: int) -> None:
+def _check_progress(comparison: _Comparison, offset: int, legacy: _Comparison | None = None) -> None:
     """Stop reading a file already known to differ from the writer's output, once far past the difference."""
-    if comparison.first_difference is None:
+    if comparison.first_difference is None or (legacy is not None and legacy.first_difference is None):
         return
     if comparison.noticed_at is None:
         comparison.noticed_at = offset

@@ -54,10 +54,12 @@ class TensorRTBackend:
         return self.features.version
 
     def versions(self) -> dict[str, str]:
-        import onnx
+        return dict(self._versions)
 
+    @functools.cached_property
+    def _versions(self) -> dict[str, str]:
         parser = getattr(self.trt, "get_nv_onnx_parser_version", None)
-        return versions_dict(self.module_name, self.version(), onnx_version=onnx.__version__,
+        return versions_dict(self.module_name, self.version(), onnx_version=_onnx_version(),
                              parser_version=None if parser is None else str(parser()))
 
     def device(self, config: BuildConfig) -> dict[str, Any]:
@@ -289,6 +291,18 @@ class TensorRTBackend:
             if importlib.util.find_spec(mod) is not None:
                 return None
         return "neither cuda-python nor pycuda is installed (pip install 'pytest-trt[gpu]')"
+
+
+def _onnx_version() -> str:
+    """onnx's version from its package metadata: importing onnx only to read it cost ~190 ms."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("onnx")
+    except PackageNotFoundError:
+        import onnx
+
+        return str(onnx.__version__)
 
 
 def versions_dict(module: str, version: str, *, onnx_version: str, parser_version: str | None) -> dict[str, str]:

@@ -25,7 +25,7 @@ from typing import Any, TextIO
 from ..errors import LogParseError
 from ..result import BuildResult, LogEntry, iter_log_lines
 from . import dialects as d
-from .listings import assign_subgraphs, make_layer, metadata_origins, parse_detailed_line, parse_eli_line
+from .listings import ELI_RE, assign_subgraphs, make_layer, metadata_origins, parse_detailed_line, parse_eli_line
 from .names import OnnxIndex, origins_from_name
 from .record import BuildRecord, FusionEvent, Layer, Memory, Message, Subgraph
 
@@ -46,7 +46,9 @@ class LogParser:
         self.total = 0
         self.unparsed = 0
         self.block: str | None = None
-        self.eli: list[tuple[Any, ...]] = []
+        #: ``Engine Layer Information`` lines, kept as text: a log of repeated builds lists its layers many
+        #: times and only the last listing survives, so tensors are parsed once, in :meth:`_layers`
+        self.eli: list[str] = []
         self.detailed: list[dict[str, Any]] = []
         self.bindings: list[str] = []
         self.subgraphs: dict[str, tuple[str, ...]] = {}
@@ -289,10 +291,9 @@ class LogParser:
         return block is not None
 
     def _eli_line(self, text: str) -> bool:
-        parsed = parse_eli_line(text)
-        if parsed is None:
+        if ELI_RE.match(text) is None:  # what parse_eli_line requires, without parsing the tensors yet
             return False
-        self.eli.append(parsed)
+        self.eli.append(text)
         self.block = "eli"
         return True
 
@@ -313,7 +314,10 @@ class LogParser:
                                         tactic=p["tactic_value"] or p["tactic"], metadata=p["metadata"],
                                         subgraphs=self.subgraphs, onnx=self.onnx))
         else:
-            for ltype, name, tactic, ins, outs in self.eli:
+            for text in self.eli:
+                parsed = parse_eli_line(text)
+                assert parsed is not None  # _eli_line kept only lines ELI_RE matches
+                ltype, name, tactic, ins, outs = parsed
                 built.append(make_layer(name=name, layer_type=ltype, inputs=ins, outputs=outs, tactic=tactic,
                                         subgraphs=self.subgraphs, onnx=self.onnx))
         layers = tuple(assign_subgraphs([b[0] for b in built], self.subgraphs))

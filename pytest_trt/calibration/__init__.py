@@ -12,17 +12,38 @@ Importing this package imports neither onnxruntime nor tensorrt.
 
 from __future__ import annotations
 
-from pytest_trt.buildlog.calibcache import (
-    CacheComparison,
-    CalibrationCache,
-    CalibrationCacheError,
-    compare_caches,
-    format_calibration_cache,
-    parse_calibration_cache,
-    read_calibration_cache,
-    write_calibration_cache,
-)
-from pytest_trt.buildlog.calibfacts import CalibrationFacts, calibration_facts
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_trt.buildlog.calibcache import (
+        CacheComparison,
+        CalibrationCache,
+        CalibrationCacheError,
+        compare_caches,
+        format_calibration_cache,
+        parse_calibration_cache,
+        read_calibration_cache,
+        write_calibration_cache,
+    )
+    from pytest_trt.buildlog.calibfacts import CalibrationFacts, calibration_facts
+
+#: re-exported on first use: the engine provider imports ``.store`` from every pytest session, and
+#: importing this package must not load the buildlog parser then (start-up cost, issue #14)
+_LAZY = {
+    **dict.fromkeys(("CacheComparison", "CalibrationCache", "CalibrationCacheError", "compare_caches",
+                     "format_calibration_cache", "parse_calibration_cache", "read_calibration_cache",
+                     "write_calibration_cache"), "pytest_trt.buildlog.calibcache"),
+    **dict.fromkeys(("CalibrationFacts", "calibration_facts"), "pytest_trt.buildlog.calibfacts"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'pytest_trt.calibration' has no attribute {name!r}")
+
 
 __all__ = [
     "CacheComparison",

@@ -15,7 +15,6 @@ other inputs, so no comparison means anything.
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -92,6 +91,8 @@ def plugin_version() -> str:
 
 def git_commit(cwd: Path) -> str | None:
     """HEAD of the repository holding ``cwd``, with ``+dirty`` when the tree has changes."""
+    import subprocess  # not at plugin load: the golden hooks import this module for its policy names
+
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10)
         if head.returncode != 0:

@@ -25,18 +25,26 @@ if TYPE_CHECKING:
 
 
 class _Sink:
-    """Writes output batches into the new snapshot group, creating datasets on the first batch."""
+    """Writes output batches into the new snapshot group, creating datasets on the first batch.
+
+    The h5py dataset handles stay open across batches: looking a dataset up
+    again per batch made HDF5 flush and re-read partly written chunks (with
+    lzf, each chunk was decompressed and recompressed about four times).
+    """
 
     def __init__(self, group: h5py.Group, samples: int) -> None:
         self.group, self.samples = group, samples
+        self._datasets: dict[str, h5py.Dataset] = {}
 
     def __call__(self, start: int, outputs: Mapping[str, np.ndarray]) -> None:
         for name, value in outputs.items():
             arr = np.asarray(value)
             store.check_finite(name, start, arr)
-            if name not in self.group["outputs"]:
-                store.create_output(self.group, name, self.samples, tuple(arr.shape[1:]), arr.dtype)
-            self.group["outputs"][name][start : start + arr.shape[0]] = arr
+            ds = self._datasets.get(name)
+            if ds is None:
+                ds = store.create_output(self.group, name, self.samples, tuple(arr.shape[1:]), arr.dtype)
+                self._datasets[name] = ds
+            ds[start : start + arr.shape[0]] = arr
 
 
 def _ensure_dataset(f: h5py.File, dataset: GoldenDataset | None, check: GoldenCheck, name: str) -> bool:

@@ -104,4 +104,7 @@ def test_rewrite_replaces_atomically(tmp_path, mnv2, record_of, environment):
     first = write_bundle(mnv2, tmp_path, record=None, environment=environment)
     second = write_bundle(mnv2, tmp_path, record=record_of(mnv2), environment=environment)
     assert first.path == second.path and first.sha256 != second.sha256
-    assert [p.name for p in Path(tmp_path).iterdir()] == [first.path.name]
+    from pytest_trt.audit.sidecar import sidecar_path
+
+    assert sorted(p.name for p in Path(tmp_path).iterdir()) == sorted([first.path.name,
+                                                                       sidecar_path(first.path).name])

@@ -154,7 +154,10 @@ def test_modes_and_rewrite_over_a_read_only_bundle(tmp_path, rtx_result, write):
     again = write(rtx_result, folder, golden={"t.py::a": verdict(rtx_result, "pass")})  # the recorder's rewrite
     assert again == path and path.read_bytes() != first
     assert stat.S_IMODE(path.stat().st_mode) == 0o444
-    assert [p.name for p in folder.iterdir()] == [path.name]  # no temporary file left behind
+    from pytest_trt.audit.sidecar import sidecar_path
+
+    # no temporary file left behind (the hidden sidecar of issue #14 is written only by the recorder's path)
+    assert sorted(p.name for p in folder.iterdir()) in ([path.name], sorted([path.name, sidecar_path(path).name]))
 
 
 def _umask() -> int:

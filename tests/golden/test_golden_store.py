@@ -53,8 +53,9 @@ def test_roundtrip_layout_and_history(tmp_path: Path, dataset: GoldenDataset) ->
         assert [a["reason"] for a in g.approvals()] == ["first", "second"]
         back = g.load_dataset()
         assert back.tags == dataset.tags and np.array_equal(back.labels, dataset.labels)
-        assert snap.outputs["logits"].chunks is not None and snap.outputs["logits"].compression == "lzf"
-        assert g.inputs()["x"].compression == "gzip"
+        # unfiltered since issue #14 (measured: benchmarks/bench_codecs.py); chunked by whole samples
+        assert snap.outputs["logits"].chunks == (100, 5) and snap.outputs["logits"].compression is None
+        assert g.inputs()["x"].compression is None and not g.inputs()["x"].shuffle
 
 
 def test_identical_content_gives_identical_bytes(tmp_path: Path, dataset: GoldenDataset) -> None:

@@ -1,0 +1,72 @@
+"""What pytest-trt adds to a pytest run whose tests use no trt marker, run by hand.
+
+    python benchmarks/bench_startup.py [--runs 21]
+
+Runs ``python -m pytest -q -p no:cacheprovider test_plain.py`` (one trivial
+test) in fresh subprocesses, alternating with and without the plugin
+(``-p no:trt``), and prints the medians and their difference.  Target: the
+plugin adds <= 20 ms.  Also lists the pytest_trt modules and heavy libraries a
+plain run imports (from ``-X importtime``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HEAVY = ("onnx", "onnxruntime", "tensorrt", "tensorrt_rtx", "h5py", "numpy", "matplotlib", "mlflow", "torch")
+
+
+def run(folder: Path, *extra: str) -> tuple[float, float]:
+    """(wall, CPU) seconds of one pytest process; CPU time is less disturbed by a loaded machine."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra, "test_plain.py"],
+                   cwd=folder, check=True, capture_output=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def imported(folder: Path) -> list[str]:
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "test_plain.py"], cwd=folder, capture_output=True, text=True, check=True)
+    names = [m.group(1) for m in re.finditer(r"\|\s*(\S+)\s*$", proc.stderr, re.M)]
+    return [n for n in names if n.startswith("pytest_trt") or n.split(".")[0] in HEAVY and "." not in n]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=21)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench_startup_") as tmp:
+        folder = Path(tmp)
+        (folder / "test_plain.py").write_text("def test_plain():\n    assert 1 + 1 == 2\n")
+        run(folder)
+        run(folder, "-p", "no:trt")  # warm the file cache for both sides
+        with_plugin, without = [], []
+        for _ in range(args.runs):
+            with_plugin.append(run(folder))
+            without.append(run(folder, "-p", "no:trt"))
+        for i, what in enumerate(("wall", "CPU")):
+            a = statistics.median(r[i] for r in with_plugin)
+            b = statistics.median(r[i] for r in without)
+            added = (a - b) * 1e3
+            print(f"{what:4s}: with pytest-trt {a * 1e3:.0f} ms, with -p no:trt {b * 1e3:.0f} ms "
+                  f"(medians of {args.runs}, alternating): added {added:.1f} ms   target <= 20 ms   "
+                  f"{'MET' if added <= 20 else 'NOT MET'}")
+        mods = imported(folder)
+        print(f"modules a plain run imports: {len([m for m in mods if m.startswith('pytest_trt')])} pytest_trt "
+              f"modules; heavy libraries: {', '.join(m for m in mods if not m.startswith('pytest_trt')) or 'none'}")
+        print("  " + " ".join(m for m in mods if m.startswith("pytest_trt")))
+
+
+if __name__ == "__main__":
+    main()
