@@ -112,6 +112,11 @@ def test_session_indexes_golden_metrics_of_passed_and_failed_checks(pytester, mo
     [row] = json.loads(capsys.readouterr().out)["bundles"]
     assert main(["catalog", "show", row["sha256"], "--db", str(db), "--json"]) == 0
     [failed] = [v for v in json.loads(capsys.readouterr().out)["bundles"][0]["verdicts"] if v["verdict"] == "fail"]
-    assert failed["golden"] == str(pytester.path / "golden" / "cbr_g.h5")
+    assert (failed["golden"], failed["generation"]) == (str(pytester.path / "golden" / "cbr_g.h5"), 1)
+    # so retention keeps the newest check against generation 1, the failed one
+    assert main(["catalog", "prune", "--db", str(db), "--keep-last", "0", "--older-than", "0d", "--dry-run"]) == 0
+    kept = [line for line in capsys.readouterr().out.splitlines() if line.startswith("KEEP")]
+    assert [line.split()[1] for line in kept if "newest check against" in line and "generation 1" in line] == \
+        [row["path"]]
     metrics = {k.split("/")[-1]: v for k, v in failed["metrics"].items()}
     assert metrics["l2_delta"] > 0.05 and metrics["max_abs"] > 0.0
