@@ -19,11 +19,16 @@ to one constant value at the opt shape.
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
 
-from examples.conftest import MODELS
-from pytest_trt import BuildConfig, OrtOptions, Profile
-from pytest_trt.strategies import engine_inputs
+# hypothesis is the `hypothesis` extra, not part of the README's quick start (`.[rtx,ort]`): skip, do not error
+pytest.importorskip("hypothesis", reason="examples/test_properties.py needs hypothesis: "
+                    "pip install 'pytest-trt[hypothesis]'")
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+
+from examples.conftest import MODELS  # noqa: E402
+from pytest_trt import BuildConfig, OrtOptions, Profile  # noqa: E402
+from pytest_trt.strategies import engine_inputs  # noqa: E402
 
 PROFILE = Profile(input=((1, 3, 32, 32), (4, 3, 32, 32), (8, 3, 32, 32)))
 MNV2 = BuildConfig(name="mobilenet_v2_props", version="1.0.0", onnx=MODELS["mobilenet_v2"], profiles=[PROFILE],

@@ -8,6 +8,7 @@ bundles never land in the repository.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -51,3 +52,16 @@ def test_examples_pass_on_onnxruntime_after_the_first_approval(examples_copy: Pa
     out = _run(examples_copy, "--trt-backend", "onnxruntime")
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     assert "PASSED examples/test_onnxruntime.py::test_outputs_match_the_approved_golden" in out.stdout
+
+
+def test_examples_collect_without_hypothesis(examples_copy: Path) -> None:
+    """The README's first quick-start command installs only `.[rtx,ort]`: no example module may need the test extra."""
+    blocker = examples_copy / "no_hypothesis"
+    (blocker / "hypothesis").mkdir(parents=True)
+    (blocker / "hypothesis" / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'hypothesis'\", name='hypothesis')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(blocker), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-m", "pytest", "examples", "--collect-only", "-q", "-rs",
+                          "-p", "no:cacheprovider", "-p", "no:hypothesispytest"], cwd=examples_copy, capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert "needs hypothesis: pip install 'pytest-trt[hypothesis]'" in out.stdout

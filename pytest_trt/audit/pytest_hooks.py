@@ -159,7 +159,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def _note_build_failure(item: pytest.Item, exc: BaseException) -> None:
     """A failed build leaves a note in the bundle folder (pytest_trt.upgrade.failures): "could not build"."""
-    if type(exc).__name__ != "BuildFailed":
+    if type(exc).__name__ not in ("BuildFailed", "UnsupportedOption"):
         return
     from pytest_trt.upgrade.failures import note_build_failure
 

@@ -219,12 +219,21 @@ def cmd_prune(args: argparse.Namespace) -> int:
     with _open(args) as catalog:
         plan = plan_prune(candidates(catalog), references(catalog), keep_last=args.keep_last, older_than=older,
                           now=datetime.now(timezone.utc))
-        for line in render_plan(plan, dry_run=args.dry_run):
-            print(line)
-        if args.dry_run:
-            print(f"dry run: {len(plan.delete)} bundle(s) would be deleted, {len(plan.keep)} kept")
-            return EXIT_OK
-        outcome = apply_prune(catalog, plan, when=iso_utc(time.time()))
+        outcome = None if args.dry_run else apply_prune(catalog, plan, when=iso_utc(time.time()))
+    if args.json:
+        keep = [{"path": plan.bundles[sha].path, "sha256": sha, "why": list(why)} for sha, why in
+                sorted(plan.keep.items(), key=lambda kv: plan.bundles[kv[0]].created)]
+        _print_json({"db": str(args.db), "dry_run": args.dry_run, "keep": keep,
+                     "delete": [{"path": c.path, "sha256": c.sha256} for c in plan.delete],
+                     "deleted": None if outcome is None else [c.path for c in outcome.deleted],
+                     "skipped": None if outcome is None else [{"path": c.path, "why": why}
+                                                             for c, why in outcome.skipped]})
+        return EXIT_OK
+    for line in render_plan(plan, dry_run=args.dry_run):
+        print(line)
+    if outcome is None:
+        print(f"dry run: {len(plan.delete)} bundle(s) would be deleted, {len(plan.keep)} kept")
+        return EXIT_OK
     for c, why in outcome.skipped:
         print(f"SKIPPED {c.path}: {why}")
     print(f"deleted {len(outcome.deleted)} bundle(s), kept {len(plan.keep) + len(outcome.skipped)}")

@@ -137,7 +137,32 @@ def _metrics(verdict: dict[str, Any]) -> dict[str, float]:
     for key, value in items:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             found[str(key)] = float(value)
+    return found or _output_metrics(verdict)
+
+
+def _output_metrics(verdict: dict[str, Any]) -> dict[str, float]:
+    """The plugin's golden.json keeps metrics per output (``outputs.outputs.<output>.metrics``): ``<output>/<metric>``,
+    drift as ``<output>/drift_sd:<statistic>``."""
+    summary = verdict.get("outputs")
+    per_output = summary.get("outputs") if isinstance(summary, dict) else None
+    found: dict[str, float] = {}
+    for output, figures in sorted(per_output.items()) if isinstance(per_output, dict) else []:
+        metrics = figures.get("metrics") if isinstance(figures, dict) else None
+        for key, value in sorted(metrics.items()) if isinstance(metrics, dict) else []:
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                found[f"{output}/{key}"] = float(value)
+            elif key == "drift" and isinstance(value, dict):
+                for stat, drift in sorted(value.items()):
+                    sd = drift.get("drift_sd") if isinstance(drift, dict) else None
+                    if isinstance(sd, (int, float)) and not isinstance(sd, bool):
+                        found[f"{output}/drift_sd:{stat}"] = float(sd)
     return found
+
+
+def _golden_of(verdict: dict[str, Any]) -> str | None:
+    """A failed check's verdict names its golden file only in its outputs summary."""
+    summary = verdict.get("outputs")
+    return _str(verdict.get("golden")) or (_str(summary.get("golden_file")) if isinstance(summary, dict) else None)
 
 
 def _int(value: Any) -> int | None:
@@ -149,7 +174,7 @@ def verdicts_of(golden: dict[str, Any] | None) -> tuple[tuple[Verdict, ...], tup
     for test, v in sorted((golden or {}).items()):
         if not isinstance(v, dict):
             continue
-        verdict = Verdict(test=test, verdict=str(v.get("verdict") or "unknown"), golden=_str(v.get("golden")),
+        verdict = Verdict(test=test, verdict=str(v.get("verdict") or "unknown"), golden=_golden_of(v),
                           generation=_int(v.get("generation")), message=_str(v.get("message")), metrics=_metrics(v))
         verdicts.append(verdict)
         if verdict.verdict == "updated":

@@ -122,6 +122,7 @@ def verify(
                              provenance_lines=provenance_lines(changes))
         except GoldenError as exc:
             exc.context["outputs_summary"] = outputs_summary
+            exc.context["golden_generation"] = (str(path), generation)  # the verdict names what it was checked against
             raise
     if structure_text and structure == "warn":
         wf.warn_structure(structure_text, golden_label)

@@ -210,8 +210,10 @@ class GoldenCheck:
         except GoldenError as exc:
             detail = exc.context.get("verdict")
             summary = exc.context.get("outputs_summary")
+            checked = exc.context.get("golden_generation")
             self._verdict(config_hash, _VERDICTS.get(type(exc).__name__, "fail"), exc.message,
-                          **({"detail": detail} if detail else {}), **({"outputs": summary} if summary else {}))
+                          **({"detail": detail} if detail else {}), **({"outputs": summary} if summary else {}),
+                          **({"golden": checked[0], "generation": checked[1]} if checked else {}))
             raise
         if skip_message is not None:
             from pytest_trt.skipping import skip_here

@@ -31,15 +31,17 @@ def _safe(text: str) -> str:
 
 
 def failure_note(config: Any, exc: Any, *, backend: str | None, test: str) -> dict[str, Any]:
-    """The JSON document of one failed build (``config`` a BuildConfig, ``exc`` a BuildFailed)."""
+    """The JSON document of one failed build (``config`` a BuildConfig, ``exc`` a BuildFailed or the
+    UnsupportedOption of a release that refuses the config, e.g. TensorRT-RTX 1.4 and INT8 Q/DQ)."""
+    option = getattr(exc, "option", None)
     return {
         "schema": 1,
         "kind": "build-failed",
-        "config": {"name": str(getattr(config, "name", exc.config_name)),
+        "config": {"name": str(getattr(config, "name", getattr(exc, "config_name", "unknown"))),
                    "version": str(getattr(config, "version", ""))},
         "backend": backend or "unknown",
         "backend_version": _version(backend),
-        "stage": exc.stage,
+        "stage": getattr(exc, "stage", None) or f"refused option {option}",
         "message": exc.message,
         "test": test,
     }
@@ -57,10 +59,11 @@ def write_failure_note(folder: Path, note: dict[str, Any]) -> Path:
 
 
 def note_build_failure(item: Any, exc: BaseException, *, folder: Path, backend: str | None) -> Path | None:
-    """Write the note when ``exc`` is a BuildFailed of the test's ``@pytest.mark.trt`` config."""
-    from pytest_trt.errors import BuildFailed
+    """Write the note when ``exc`` is a BuildFailed (or the backend's UnsupportedOption refusal) of the test's
+    ``@pytest.mark.trt`` config."""
+    from pytest_trt.errors import BuildFailed, UnsupportedOption
 
-    if not isinstance(exc, BuildFailed):
+    if not isinstance(exc, (BuildFailed, UnsupportedOption)):
         return None
     marker = item.get_closest_marker("trt")
     config = (marker.args[0] if marker.args else marker.kwargs.get("config")) if marker else None

@@ -70,3 +70,53 @@ def test_loading_the_plugin_and_cli_imports_neither_mlflow_nor_sqlite():
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "[]"
+
+
+GOLDEN_SUITE = """
+import numpy as np
+import pytest
+from pytest_trt import BuildConfig, GoldenDataset, Profile
+
+CFG = BuildConfig(name="cbr_g", version="1.0", onnx={onnx!r},
+                  profiles=[Profile(input=((1, 3, 16, 16), (2, 3, 16, 16), (4, 3, 16, 16)))])
+DATA = GoldenDataset.from_arrays({{"input": np.random.default_rng(0).standard_normal((4, 3, 16, 16)).astype("float32")}})
+
+@pytest.mark.trt(CFG)
+def test_g(trt_engine, trt_golden):
+    trt_golden.check(trt_engine, dataset=DATA, structure="ignore")
+"""
+
+
+@needs_ort
+def test_session_indexes_golden_metrics_of_passed_and_failed_checks(pytester, models, capsys):
+    """The README: "golden verdicts with their metrics" are indexed, from the golden.json the plugin really writes."""
+    from examples.models import conv_bn_relu, save
+
+    pytester.makepyfile(test_model=GOLDEN_SUITE.format(onnx=str(models["conv_bn_relu"])))
+    args = ("-p", "no:cacheprovider", "--trt-engine-build", "--trt-backend", "onnxruntime", CATALOG)
+    pytester.runpytest_subprocess(*args, "--trt-update-golden", "--trt-approve", "first").assert_outcomes(passed=1)
+    pytester.runpytest_subprocess(*args).assert_outcomes(passed=1)
+    db = pytester.path / "trt-bundles" / "catalog.sqlite"
+    capsys.readouterr()
+    assert main(["catalog", "history", "cbr_g", "--db", str(db), "--json"]) == 0
+    [verdict] = [v for b in json.loads(capsys.readouterr().out)["bundles"] for v in b["verdict_rows"]
+                 if v["verdict"] == "pass"]
+    metrics = {k.split("/")[-1]: v for k, v in verdict["metrics"].items()}
+    assert metrics["l2_delta"] == 0.0 and metrics["cosine"] > 0.9999
+    # other weights: the failed check keeps its metrics and names its golden file
+    other = save(conv_bn_relu(seed=1), pytester.path / "other.onnx")
+    pytester.makepyfile(test_model=GOLDEN_SUITE.format(onnx=str(other)))
+    pytester.runpytest_subprocess(*args).assert_outcomes(failed=1)
+    capsys.readouterr()
+    assert main(["catalog", "query", "--db", str(db), "--verdict", "regression", "--json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)["bundles"]
+    assert main(["catalog", "show", row["sha256"], "--db", str(db), "--json"]) == 0
+    [failed] = [v for v in json.loads(capsys.readouterr().out)["bundles"][0]["verdicts"] if v["verdict"] == "fail"]
+    assert (failed["golden"], failed["generation"]) == (str(pytester.path / "golden" / "cbr_g.h5"), 1)
+    # so retention keeps the newest check against generation 1, the failed one
+    assert main(["catalog", "prune", "--db", str(db), "--keep-last", "0", "--older-than", "0d", "--dry-run"]) == 0
+    kept = [line for line in capsys.readouterr().out.splitlines() if line.startswith("KEEP")]
+    assert [line.split()[1] for line in kept if "newest check against" in line and "generation 1" in line] == \
+        [row["path"]]
+    metrics = {k.split("/")[-1]: v for k, v in failed["metrics"].items()}
+    assert metrics["l2_delta"] > 0.05 and metrics["max_abs"] > 0.0

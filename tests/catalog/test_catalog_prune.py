@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import stat
 import tempfile
@@ -116,6 +117,13 @@ def test_prune_cli_prints_what_it_keeps_and_why(tmp_path, rtx_result, write, cap
     assert f"KEEP    {old_checked.resolve()}  (golden history: newest check against g/m.h5 generation 1)" in out
     assert f"KEEP    {new.resolve()}  (newest 1 of 1 kept for config mnv2; younger than" in out
     assert f"WOULD DELETE  {old_plain.resolve()}  (config mnv2, created 2025-01-02T00:00:00Z" in out
+    assert old_plain.exists()
+    # --json, like every command (the README: "--json everywhere")
+    assert main(["catalog", "prune", "--keep-last", "1", "--older-than", "180d", "--dry-run", "--db", db,
+                 "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [d["path"] for d in doc["delete"]] == [str(old_plain.resolve())] and doc["deleted"] is None
+    assert {k["path"] for k in doc["keep"]} == {str(p.resolve()) for p in (old_approved, old_checked, new)}
     assert old_plain.exists()
     assert main(["catalog", "prune", "--keep-last", "1", "--older-than", "180d", "--db", db]) == 0
     assert "deleted 1 bundle(s), kept 3" in capsys.readouterr().out

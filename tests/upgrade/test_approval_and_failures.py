@@ -81,3 +81,23 @@ def test_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     # rendered text, not a blank page: a fair share of dark pixels on the white background
     dark = (pixels[..., :3].mean(axis=-1) < 0.5).mean()
     assert dark > 0.005, f"the screenshot is nearly blank ({dark:.4f} dark pixels)"
+
+
+@needs_rtx
+def test_config_the_release_refuses_leaves_a_note(pytester: pytest.Pytester, tmp_path: Path, models) -> None:
+    """A release that refuses a config (TensorRT-RTX 1.4 and INT8 Q/DQ; here fp16, which no TensorRT-RTX has) could
+    not build it: the upgrade report must say so, not list the config as only in NEW."""
+    pytester.makepyfile(test_fp16=f"""
+        import pytest
+        from pytest_trt import BuildConfig
+        @pytest.mark.trt(BuildConfig(name="half", version="1.0", onnx={str(models["conv_bn_relu"])!r}, precision="fp16"))
+        def test_build(trt_engine):
+            pass
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trt-backend=tensorrt-rtx",
+                                           "--trt-engine-build", f"--trt-bundle-dir={tmp_path / 'b'}")
+    result.assert_outcomes(errors=1)
+    [note_path] = (tmp_path / "b").glob("*.build-failed.json")
+    note = json.loads(note_path.read_text())
+    assert note_path.name == "half-v1.0-tensorrt-rtx.build-failed.json"
+    assert note["stage"].startswith("refused option precision") and "fp16" in note["message"]
