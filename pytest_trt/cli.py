@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -264,16 +265,56 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pytest_trt.errors import BundleIntegrityError
 
     args = build_parser().parse_args(argv)
+    out = _PipeSafe(sys.stdout)
+    sys.stdout = out
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        out.flush()
+        return code
     except BundleIntegrityError as exc:
         print(f"pytest-trt: verification failed: {exc.message}", file=sys.stderr)
         return EXIT_FAILED
     except (_FileProblem, upgrade_cli.UpgradeInputError) as exc:
         print(f"pytest-trt: {exc}", file=sys.stderr)
         return EXIT_FILE
-    except BrokenPipeError:  # `pytest-trt bundle show X | head`
-        return EXIT_OK
+    finally:
+        sys.stdout = out.stream
+
+
+class _PipeSafe:
+    """stdout that goes quiet when the reader leaves (`pytest-trt bundle diff A B | head -1`).
+
+    The command still runs to its end and its exit code stands (1 for "differences found"), so a
+    pipeline under `set -o pipefail` keeps the verdict; what is left to print goes to /dev/null.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.broken = False
+
+    def write(self, text: str) -> int:
+        if not self.broken:
+            try:
+                return int(self.stream.write(text))
+            except BrokenPipeError:
+                self._mute()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.broken:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._mute()
+
+    def _mute(self) -> None:
+        self.broken = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self.stream.fileno())  # the interpreter's last flush then has nowhere to fail
+        os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
 
 
 if __name__ == "__main__":

@@ -114,6 +114,14 @@ def test_log_diff_cli_events_only_against_listing(tmp_path: Path) -> None:
     assert doc["diff"]["fusions_gained"] == [] and doc["diff"]["fusions_lost"] == []
 
 
+def test_log_diff_exit_code_survives_a_closed_pipe() -> None:
+    """`pytest-trt log diff A B | true` under pipefail: the reader leaves at once, the verdict (1) stands."""
+    command = f"set -o pipefail; {sys.executable} -m pytest_trt.cli log diff {MNIST_823} {MNIST_841} | true"
+    run = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert run.returncode == 1, run.stderr
+    assert "Traceback" not in run.stderr and "BrokenPipe" not in run.stderr, run.stderr
+
+
 def test_log_diff_same_log_and_missing_file(tmp_path: Path) -> None:
     same = cli("log", "diff", MNIST_841, MNIST_841)
     assert same.returncode == 0 and "build records match" in same.stdout
