@@ -184,14 +184,15 @@ def render_html(report: UpgradeReport, *, tactics: bool = False) -> str:
     counts = ", ".join(f"{n} {v}" for v, n in report.counts.items() if n)
     rows = [[f'<a href="#{escape(r.name)}">{escape(r.title)}</a>', f'<span class="v {_cls(r.verdict)}">'
              f"{escape(r.verdict)}</span>", escape(r.reasons[0] if r.reasons else "")] for r in report.reviews]
-    unpaired = [[escape(s.name), escape(s.version), "OLD only", escape(s.path)] for s in report.only_old]
-    unpaired += [[escape(s.name), escape(s.version), "NEW only", escape(s.path)] for s in report.only_new]
+    unpaired = [[escape(s.name), escape(s.version), "OLD only", escape(s.file)] for s in report.only_old]
+    unpaired += [[escape(s.name), escape(s.version), "NEW only", escape(s.file)] for s in report.only_new]
     body = [
         "<h1>Upgrade review</h1>",
         f"<p>OLD: <code>{escape(report.old_label)}</code><br>NEW: <code>{escape(report.new_label)}</code></p>",
         f"<p><b>{escape(counts or 'no paired configs')}</b>; {len(unpaired)} unpaired</p>",
         _table(["config", "verdict", "first reason"], rows),
-        ("<h2>unpaired bundles</h2>" + _table(["config", "version", "where", "path"], unpaired)) if unpaired else "",
+        ("<h2>unpaired bundles</h2>" + _table(["config", "version", "where", "file (in OLD / NEW)"], unpaired))
+        if unpaired else "",
         *(_config(r, tactics, pics) for r in report.reviews),
     ]
     return pics.fill("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>pytest-trt upgrade "

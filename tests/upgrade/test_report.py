@@ -135,7 +135,8 @@ def test_identical_runs_are_unchanged_without_noise(rtx_new: Path, tmp_path: Pat
     assert lines[-3] == "4 unchanged; 0 unpaired"
     check_html(tmp_path / "same.html")
     html = (tmp_path / "same.html").read_text()
-    assert "noise: 1 value(s)" in html and "<details>" in html  # the differing bundle path, folded away
+    assert "noise: 1 value(s)" in html and "<details>" in html  # the differing bundle folder, folded away
+    assert html.count(str(twin)) == 1 and html.count(str(rtx_new)) == 1  # the OLD / NEW header only
 
 
 def test_unpaired_bundles_are_listed(rtx_new: Path, tmp_path: Path) -> None:
@@ -148,7 +149,11 @@ def test_unpaired_bundles_are_listed(rtx_new: Path, tmp_path: Path) -> None:
     assert re.search(r"^ONLY IN OLD\s+mobilenet_v2_b1 v1\.0\.0 \(", run.stdout, re.M), run.stdout
     code, doc = report_json(rtx_new, new, tmp_path / "u.html")
     assert [s["config"] for s in doc["only_old"]] == ["mobilenet_v2_b1"] and doc["only_new"] == []
-    assert "OLD only" in (tmp_path / "u.html").read_text()
+    html = (tmp_path / "u.html").read_text()
+    assert "OLD only" in html
+    # bundles named by file, relative to the folder given: the folders appear once each, in the OLD / NEW header
+    assert "<td>mobilenet_v2_b1-v1.0.0-rtx1.7-cpu-aot.tar.gz</td>" in html, html
+    assert html.count(str(new)) == 1 and html.count(str(rtx_new)) == 1
 
 
 def test_onnxruntime_identical_runs_are_unchanged(ort_runs: tuple[Path, Path, Path], tmp_path: Path) -> None:
