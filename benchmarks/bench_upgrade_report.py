@@ -79,7 +79,7 @@ def main() -> None:
             report = make_report(str(a), str(b))
             write_html(report, Path(tmp) / "report.html")
             full.append(time.perf_counter() - t0)
-            pictures = (Path(tmp) / "report.html").read_text().count("<img ")
+            pictures = (Path(tmp) / "report.html").read_text().count("<svg ")
             t0 = time.perf_counter()
             make_report(str(a), str(b))
             bare.append(time.perf_counter() - t0)

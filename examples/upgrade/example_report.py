@@ -2,11 +2,11 @@
 
     python examples/upgrade/example_report.py [WORKDIR]
 
-OLD: the committed TensorRT-RTX 1.4 bundles (tests/data/upgrade/rtx14, with the Q/DQ build failure)
-plus an ONNX Runtime run of examples/upgrade checked against goldens approved just before.
+OLD: the committed TensorRT-RTX 1.4 bundles (tests/data/upgrade/rtx14, copied to WORKDIR/rtx14; with the Q/DQ build
+failure) plus an ONNX Runtime run of examples/upgrade checked against goldens approved just before.
 NEW: the example suite built now with the installed TensorRT-RTX, plus the same ONNX Runtime check
 on a copy of the model whose ``block3/conv_project`` weights are scaled by 3 (a planted regression),
-localized with ``--localize``.  Needs tensorrt-rtx, onnxruntime and matplotlib.
+localized with ``--localize``.  Needs tensorrt-rtx and onnxruntime.
 """
 
 from __future__ import annotations
@@ -43,11 +43,12 @@ def main() -> None:
     suite.parent.mkdir(parents=True)
     suite.write_text(PLANTED_SUITE.format(model=str(write_planted(work / "planted" / "model.onnx"))))
     pytest(*ort, f"--trt-bundle-dir={work / 'ort-new'}", suite)
-    old = f"tests/data/upgrade/rtx14,{work / 'ort-old'}"
-    new = f"{work / 'rtx'},{work / 'ort-new'}"
+    # run from WORKDIR with relative folders: the report shows them as given and the bundles by file name, so no
+    # absolute path of this machine (/tmp/..., the checkout) ends up in the committed example
+    shutil.copytree(ROOT / "tests" / "data" / "upgrade" / "rtx14", work / "rtx14")
     out = ROOT / "examples" / "upgrade" / "example-report.html"
-    subprocess.run([sys.executable, "-m", "pytest_trt.cli", "upgrade-report", old, new, "--localize", "-o", out],
-                   cwd=ROOT, check=False)
+    subprocess.run([sys.executable, "-m", "pytest_trt.cli", "upgrade-report", "rtx14,ort-old", "rtx,ort-new",
+                    "--localize", "-o", out], cwd=work, check=False)
 
 
 if __name__ == "__main__":

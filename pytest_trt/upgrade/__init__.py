@@ -2,5 +2,5 @@
 
 ``pytest-trt upgrade-report OLD NEW`` (:mod:`pytest_trt.upgrade.cli`) and
 ``pytest-trt log diff OLD.log NEW.log``.  Nothing here is imported by the
-plugin at load; matplotlib is imported only when pictures are drawn.
+plugin at load; the pictures are hand-written SVG (no plotting library).
 """

@@ -1,4 +1,4 @@
-"""One self-contained HTML file: inline CSS and inline PNG pictures, no external URL of any kind."""
+"""One self-contained HTML file: inline CSS and inline SVG pictures, no external URL of any kind."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ table{border-collapse:collapse;margin:.4em 0;font-size:.85em}
 td,th{border:1px solid #ddd;padding:2px 6px;text-align:left}
 th{background:#f3f3f3}.v{font-weight:bold;padding:2px 8px;border-radius:4px;white-space:nowrap}
 .regression{background:#f8d0d0}.could-not-compare{background:#f8e3c0}.changed{background:#fff3b0}
-.unchanged{background:#d5f0d5}.breach{color:#b00;font-weight:bold}img{max-width:100%;margin:.3em 0}
+.unchanged{background:#d5f0d5}.breach{color:#b00;font-weight:bold}
+svg.pic{display:block;max-width:100%;height:auto;margin:.3em 0}
 details{margin:.5em 0}summary{cursor:pointer;color:#555}code{font-size:.9em}
 """
 
@@ -50,7 +51,7 @@ def _list(title: str, items: list[str], limit: int = 30) -> str:
 
 
 class _Pictures:
-    """Pictures to draw, collected while the HTML is assembled, then drawn together (in parallel when many)."""
+    """Pictures to draw, collected while the HTML is assembled, then drawn together."""
 
     def __init__(self) -> None:
         self.jobs: list[tuple[str, tuple[Any, ...]]] = []
@@ -62,9 +63,11 @@ class _Pictures:
         return f"<!--picture {len(self.jobs) - 1}-->"
 
     def fill(self, text: str) -> str:
-        for i, uri in enumerate(pictures.draw_all(self.jobs)):
-            img = f'<img alt="{escape(self.alts[i])}" src="{uri}">' if uri else ""
-            text = text.replace(f"<!--picture {i}-->", img, 1)
+        for i, svg in enumerate(pictures.draw_all(self.jobs)):
+            # the alt text becomes the picture's accessible name and its first child, the SVG <title>
+            pic = svg.replace(">", f' role="img" aria-label="{escape(self.alts[i])}"><title>'
+                              f"{escape(self.alts[i])}</title>", 1) if svg else ""
+            text = text.replace(f"<!--picture {i}-->", pic, 1)
         return text
 
 
@@ -181,14 +184,15 @@ def render_html(report: UpgradeReport, *, tactics: bool = False) -> str:
     counts = ", ".join(f"{n} {v}" for v, n in report.counts.items() if n)
     rows = [[f'<a href="#{escape(r.name)}">{escape(r.title)}</a>', f'<span class="v {_cls(r.verdict)}">'
              f"{escape(r.verdict)}</span>", escape(r.reasons[0] if r.reasons else "")] for r in report.reviews]
-    unpaired = [[escape(s.name), escape(s.version), "OLD only", escape(s.path)] for s in report.only_old]
-    unpaired += [[escape(s.name), escape(s.version), "NEW only", escape(s.path)] for s in report.only_new]
+    unpaired = [[escape(s.name), escape(s.version), "OLD only", escape(s.file)] for s in report.only_old]
+    unpaired += [[escape(s.name), escape(s.version), "NEW only", escape(s.file)] for s in report.only_new]
     body = [
         "<h1>Upgrade review</h1>",
         f"<p>OLD: <code>{escape(report.old_label)}</code><br>NEW: <code>{escape(report.new_label)}</code></p>",
         f"<p><b>{escape(counts or 'no paired configs')}</b>; {len(unpaired)} unpaired</p>",
         _table(["config", "verdict", "first reason"], rows),
-        ("<h2>unpaired bundles</h2>" + _table(["config", "version", "where", "path"], unpaired)) if unpaired else "",
+        ("<h2>unpaired bundles</h2>" + _table(["config", "version", "where", "file (in OLD / NEW)"], unpaired))
+        if unpaired else "",
         *(_config(r, tactics, pics) for r in report.reviews),
     ]
     return pics.fill("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>pytest-trt upgrade "

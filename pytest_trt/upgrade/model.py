@@ -192,7 +192,7 @@ def _environment(old: Side, new: Side) -> tuple[list[tuple[str, Any, Any]], list
     for c in changes(ba.get("durations", {}), bb.get("durations", {})):
         noise.append((f"build seconds {c.path}", c.old, c.new))
     if old.path != new.path:
-        noise.append(("bundle path", old.path, new.path))
+        noise.append(("bundle file (in OLD / NEW)", old.file, new.file))
     return main, noise
 
 

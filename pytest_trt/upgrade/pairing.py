@@ -55,6 +55,12 @@ class Side:
     def key(self) -> tuple[str, str]:
         return self.name, self.version
 
+    @property
+    def file(self) -> str:
+        """The bundle's (or note's) path as the report shows it: relative to the OLD or NEW folder given, that is its
+        file name (folders are read one level deep), so no machine's absolute path leaks into a shared report."""
+        return Path(self.path).name
+
 
 def _bundle_side(path: Path) -> Side:
     from pytest_trt.audit.verify import verify_bundle

@@ -41,8 +41,8 @@ def summary_lines(report: UpgradeReport, *, html: Path | None = None, digest: st
                 if d.layer_count:
                     bits.append(f"layers {d.layer_count[0]} -> {d.layer_count[1]}")
                 lines.append("    structure: " + ", ".join(bits))
-    lines += [f"ONLY IN OLD                    {s.name} v{s.version} ({s.path})" for s in report.only_old]
-    lines += [f"ONLY IN NEW                    {s.name} v{s.version} ({s.path})" for s in report.only_new]
+    lines += [f"ONLY IN OLD                    {s.name} v{s.version} ({s.file})" for s in report.only_old]
+    lines += [f"ONLY IN NEW                    {s.name} v{s.version} ({s.file})" for s in report.only_new]
     counts = ", ".join(f"{n} {v}" for v, n in report.counts.items() if n) or "no paired configs"
     lines.append(f"{counts}; {len(report.only_old) + len(report.only_new)} unpaired")
     if html is not None:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import base64
-import io
 import json
 import re
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from tests.upgrade.conftest import ROOT, RTX14_FIXTURE, copy_run
 CORPUS = ROOT / "tests" / "data" / "trt_logs"
 _LAYER = re.compile(r"^Name: (?P<name>[^,]+), LayerType: (?P<type>\w+)", re.M)
 _VOID = {"meta", "br", "img", "hr", "input", "link"}
+_SVG = re.compile(r"<svg\b.*?</svg>", re.S)
 
 
 def cli(*args: str | Path) -> subprocess.CompletedProcess[str]:
@@ -41,20 +41,22 @@ def _corpus_layer_changes() -> tuple[set[str], set[str]]:
 
 
 class _Checker(HTMLParser):
-    """Balanced tags, and every URL an inline data: URI or a same-page anchor."""
+    """Balanced tags (SVG's self-closed shapes included), and every URL an inline data: URI or a same-page anchor."""
 
     def __init__(self) -> None:
         super().__init__()
         self.stack: list[str] = []
         self.errors: list[str] = []
-        self.images: list[str] = []
+        self.pictures = 0
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         for key, value in attrs:
             if key in ("src", "href") and value and not value.startswith(("data:", "#")):
                 self.errors.append(f"external {key}={value!r}")
         if tag == "img":
-            self.images.append(dict(attrs)["src"] or "")
+            self.errors.append("an <img>: pictures are inline SVG")
+        if tag == "svg":
+            self.pictures += 1
         if tag not in _VOID:
             self.stack.append(tag)
 
@@ -63,22 +65,28 @@ class _Checker(HTMLParser):
             self.errors.append(f"unbalanced </{tag}>")
 
 
-def check_html(path: Path) -> list[str]:
+def check_html(path: Path) -> list[ET.Element]:
+    """The report's pictures, each parsed by an XML parser (well-formed SVG), after the HTML checks."""
     text = path.read_text(encoding="utf-8")
     assert not re.search(r"https?://|url\(", text), "the report must not load anything from outside the file"
     checker = _Checker()
     checker.feed(text)
     checker.close()
     assert checker.errors == [] and checker.stack == []
-    return checker.images
+    svgs = [ET.fromstring(s) for s in _SVG.findall(text)]
+    assert len(svgs) == checker.pictures
+    return svgs
 
 
-def decode_png(uri: str) -> tuple[int, ...]:
-    import matplotlib.image
-
-    assert uri.startswith("data:image/png;base64,")
-    data = base64.b64decode(uri.split(",", 1)[1], validate=True)
-    return tuple(matplotlib.image.imread(io.BytesIO(data), format="png").shape)
+def shapes(svg: ET.Element) -> dict[str, int]:
+    """A drawable picture: positive size, a title (the alt text), and how many of each shape it draws."""
+    assert svg.tag == "svg" and float(svg.get("width", 0)) > 0 and float(svg.get("height", 0)) > 0
+    assert svg.get("viewBox") == f"0 0 {svg.get('width')} {svg.get('height')}"
+    assert svg.get("aria-label") and svg[0].tag == "title" and svg[0].text == svg.get("aria-label")
+    counts: dict[str, int] = {}
+    for e in svg.iter():
+        counts[e.tag] = counts.get(e.tag, 0) + 1
+    return counts
 
 
 def test_rtx14_fixture_vs_installed_rtx_lists_real_layer_changes_and_build_failure(rtx_new: Path,
@@ -102,7 +110,9 @@ def test_rtx14_fixture_vs_installed_rtx_lists_real_layer_changes_and_build_failu
     assert env["backend"][0] == "tensorrt-rtx 1.4.0.76" and env["backend"][1].startswith("tensorrt-rtx 1.")
     images = check_html(tmp_path / "r.html")
     assert images, "the layer timeline of mobilenet_v2 is drawn"
-    assert all(len(decode_png(u)) == 3 for u in images)
+    for svg in images:  # one box per engine layer, each titled with the ONNX nodes it implements
+        assert shapes(svg)["rect"] >= 2 and svg.get("aria-label", "").endswith("layer timeline")
+        assert {t.text for t in svg.iter("text")} >= {"OLD", "NEW", "classifier"}
     text = (tmp_path / "r.html").read_text()
     assert "could not build on OLD" in text and "__myl_FcAdd_myl0_18" in text
 
@@ -125,7 +135,8 @@ def test_identical_runs_are_unchanged_without_noise(rtx_new: Path, tmp_path: Pat
     assert lines[-3] == "4 unchanged; 0 unpaired"
     check_html(tmp_path / "same.html")
     html = (tmp_path / "same.html").read_text()
-    assert "noise: 1 value(s)" in html and "<details>" in html  # the differing bundle path, folded away
+    assert "noise: 1 value(s)" in html and "<details>" in html  # the differing bundle folder, folded away
+    assert html.count(str(twin)) == 1 and html.count(str(rtx_new)) == 1  # the OLD / NEW header only
 
 
 def test_unpaired_bundles_are_listed(rtx_new: Path, tmp_path: Path) -> None:
@@ -138,7 +149,11 @@ def test_unpaired_bundles_are_listed(rtx_new: Path, tmp_path: Path) -> None:
     assert re.search(r"^ONLY IN OLD\s+mobilenet_v2_b1 v1\.0\.0 \(", run.stdout, re.M), run.stdout
     code, doc = report_json(rtx_new, new, tmp_path / "u.html")
     assert [s["config"] for s in doc["only_old"]] == ["mobilenet_v2_b1"] and doc["only_new"] == []
-    assert "OLD only" in (tmp_path / "u.html").read_text()
+    html = (tmp_path / "u.html").read_text()
+    assert "OLD only" in html
+    # bundles named by file, relative to the folder given: the folders appear once each, in the OLD / NEW header
+    assert "<td>mobilenet_v2_b1-v1.0.0-rtx1.7-cpu-aot.tar.gz</td>" in html, html
+    assert html.count(str(new)) == 1 and html.count(str(rtx_new)) == 1
 
 
 def test_onnxruntime_identical_runs_are_unchanged(ort_runs: tuple[Path, Path, Path], tmp_path: Path) -> None:
@@ -166,7 +181,18 @@ def test_planted_regression_reports_metrics_and_pictures(ort_runs: tuple[Path, P
     assert [s["config"] for s in doc["only_old"]] == ["mobilenet_v2_qdq_ort"]  # the planted run has no QDQ check
     images = check_html(tmp_path / "reg.html")
     # histograms and confusion change of logits, per-tag bars: all drawn because the outputs moved
-    assert len(images) == 3 and all(decode_png(u)[2] in (3, 4) for u in images)
+    by_alt = {svg.get("aria-label"): svg for svg in images}
+    assert set(by_alt) == {"logits histograms", "logits confusion change", "mobilenet_v2_labelled_ort v1.0.0 per-tag bars"}
+    hist = by_alt["logits histograms"]
+    assert shapes(hist)["polygon"] == 6  # 3 statistics x (old, new)
+    assert {"old", "new", "logits: max softmax confidence", "logits: entropy", "logits: top-2 margin"} <= {
+        t.text for t in hist.iter("text")}
+    bars = by_alt["mobilenet_v2_labelled_ort v1.0.0 per-tag bars"]
+    tagged = [m for m in reg["metrics"] if m["tag"] and m["metric"] in ("accuracy", "agreement")]
+    tips = sorted(t.text or "" for r in bars.iter("rect") for t in r.iter("title"))
+    assert len(tips) == 2 * len(tagged) and any(t.endswith(f" new: {tagged[0]['new']:.3g}") for t in tips)
+    cells = [t.text or "" for r in by_alt["logits confusion change"].iter("rect") for t in r.iter("title")]
+    assert cells and all(re.fullmatch(r"label \d+, predicted \d+: [+-]\d+", c) for c in cells)
     assert "identical in both runs" not in (tmp_path / "reg.html").read_text()
 
 
@@ -180,3 +206,19 @@ def test_unusable_runs_are_one_line_errors(tmp_path: Path) -> None:
     (tmp_path / "bad" / "x.tar.gz").write_bytes(b"garbage")
     bad = cli("upgrade-report", tmp_path / "bad", RTX14_FIXTURE)
     assert bad.returncode == 3 and "the bundle fails verification" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_pictures_are_drawn_without_a_plotting_library() -> None:
+    """Every picture kind is hand-written SVG: drawing them imports no matplotlib, and the colour scale's ends and
+    middle are ColorBrewer RdBu's (blue #053061, white #f7f7f7, red #67001f)."""
+    code = (
+        "import sys\n"
+        "from pytest_trt.upgrade import pictures as p\n"
+        "h = {'histograms': {'entropy': {'counts': [1, 3, 0], 'range': [0.0, 1.5]}}, 'classes': 3,"
+        " 'confusion': [[0, 0, 2], [1, 2, 1]]}\n"
+        "o = {'histograms': {'entropy': {'counts': [2, 1, 1], 'range': [0.0, 1.5]}}, 'confusion': [[0, 0, 1]]}\n"
+        "svgs = [p.histograms('y', o, h), p.confusion_change('y', o, h)]\n"
+        "assert all(s and s.startswith('<svg ') for s in svgs), svgs\n"
+        "print(p.diverging(-1.0), p.diverging(0.0), p.diverging(1.0), 'matplotlib' in sys.modules)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert run.stdout.split() == ["#053061", "#f7f7f7", "#67001f", "False"], run.stdout + run.stderr
