@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_trt.errors import CacheCorrupt, FolderUnusable
-from pytest_trt.fileio import write_bytes_atomic
+from pytest_trt.fileio import pid_alive, write_bytes_atomic
 from pytest_trt.result import ARTIFACT_SCHEMA, ENGINE_FILE, BuildResult
 
 ENTRY_FILE = "entry.json"
@@ -49,15 +49,6 @@ def cache_key(
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # exists, owned by someone else
-    return True
 
 
 def _sha256(path: Path) -> str:
@@ -198,7 +189,7 @@ class EngineCache:
         for folder in tmp.iterdir():
             parts = folder.name.split(".")
             pid = parts[-2] if len(parts) >= 3 else ""
-            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
                 shutil.rmtree(folder, ignore_errors=True)
                 removed.append(folder)
         return removed

@@ -37,3 +37,14 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
         fh.write(data)
 
     write_atomic(path, write)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (a temporary file named for a dead writer's pid can be removed)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, owned by someone else
+    return True

@@ -22,6 +22,7 @@ import h5py
 from filelock import FileLock, Timeout
 
 from pytest_trt.errors import GoldenError
+from pytest_trt.fileio import pid_alive
 from pytest_trt.golden import store
 
 #: seconds to sleep after the temp file is complete and before it replaces the
@@ -56,18 +57,9 @@ def _remove_stale_temps(path: Path) -> None:
     # Other goldens' temp copies (full-size files) are removed once their writer's pid is gone.
     for other in path.parent.glob(".*.tmp-*"):
         pid = other.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not pid_alive(int(pid)):
             other.unlink(missing_ok=True)
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
 
 
 @contextmanager
