@@ -8,8 +8,9 @@ test) in fresh subprocesses, alternating with and without the plugin
 plugin adds <= 20 ms.  Also lists the pytest_trt modules and heavy libraries a
 plain run imports (from ``-X importtime``).  ``--bytecode`` says whether the
 subprocesses may use and write ``__pycache__`` (``on``, what most users have),
-must compile every module from source (``off``, ``PYTHONDONTWRITEBYTECODE=1``)
-or inherit this shell's setting (``env``); the mode is printed with the result.
+must compile every module from source (``off``: no bytecode written, and an
+empty ``PYTHONPYCACHEPREFIX`` so that none is read either) or inherit this
+shell's setting (``env``); the mode is printed with the result.
 """
 
 from __future__ import annotations
@@ -56,13 +57,18 @@ def main() -> None:
     args = ap.parse_args()
     if args.bytecode == "on":
         ENV.pop("PYTHONDONTWRITEBYTECODE", None)
-    elif args.bytecode == "off":
-        ENV["PYTHONDONTWRITEBYTECODE"] = "1"
-    cached = "PYTHONDONTWRITEBYTECODE" not in ENV
-    mode = "on (__pycache__ read and written)" if cached else "off (every module compiled from source)"
-    print(f"bytecode cache: {mode}")
     with tempfile.TemporaryDirectory(prefix="bench_startup_") as tmp:
         folder = Path(tmp)
+        if args.bytecode == "off":
+            ENV["PYTHONDONTWRITEBYTECODE"] = "1"
+            ENV["PYTHONPYCACHEPREFIX"] = str(folder / "no-pycache")  # empty: nothing cached is read
+        if args.bytecode == "off":
+            mode = "off (every module compiled from source)"
+        elif "PYTHONDONTWRITEBYTECODE" in ENV:
+            mode = "env: PYTHONDONTWRITEBYTECODE set (existing __pycache__ read, none written)"
+        else:
+            mode = "on (__pycache__ read and written)"
+        print(f"bytecode cache: {mode}")
         (folder / "test_plain.py").write_text("def test_plain():\n    assert 1 + 1 == 2\n")
         run(folder)
         run(folder, "-p", "no:trt")  # warm the file cache for both sides
