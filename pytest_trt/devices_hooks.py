@@ -1,6 +1,6 @@
 """pytest hooks pinning each pytest-xdist worker to one GPU (logic in :mod:`pytest_trt.devices`).
 
-Listed in ``pytest_trt.plugin.pytest_plugins``; imports no CUDA library.
+Registered by ``pytest_trt.plugin`` (``HOOK_MODULES``); imports no CUDA library.
 """
 
 from __future__ import annotations
@@ -33,10 +33,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    given = config.getoption("trt_devices") or str(config.getini(opt.INI_DEVICES) or "")
+    workerinput = getattr(config, "workerinput", None)
+    if given or workerinput:  # pins now, before anything can initialise CUDA
+        config.stash[_PINNING] = _pinning(config, given, workerinput)
+    # otherwise nothing is pinned: the visible devices are looked up only for the header
+
+
+def _pinning(config: pytest.Config, given: str, workerinput: dict[str, object] | None) -> _Pinning:
     from pytest_trt import devices as dev
     from pytest_trt.backends.device import gpus
 
-    given = config.getoption("trt_devices") or str(config.getini(opt.INI_DEVICES) or "")
     if given:
         try:
             devices, source = dev.parse_devices(given), opt.DEVICES
@@ -45,20 +52,22 @@ def pytest_configure(config: pytest.Config) -> None:
     else:
         source = dev.ENV if dev.ENV in os.environ else "nvidia-smi"
         devices = dev.visible_devices(os.environ, len(gpus()))
-    workerinput = getattr(config, "workerinput", None)
-    index = dev.worker_index(workerinput.get("workerid") if workerinput else None)
+    workerid = workerinput.get("workerid") if workerinput else None
+    index = dev.worker_index(workerid if isinstance(workerid, str) else None)
     pinned = None
     if devices and (index is not None or given):
         pinned = dev.assign(index or 0, devices)
         dev.pin(pinned)
-    config.stash[_PINNING] = _Pinning(devices, source, pinned)
+    return _Pinning(devices, source, pinned)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
     from pytest_trt.devices import header_line
 
     state = config.stash.get(_PINNING, None)
-    if state is None or (not state.devices and state.source == "nvidia-smi"):
+    if state is None:  # not pinned: nothing is pinned by this call either (no index, nothing given)
+        state = config.stash[_PINNING] = _pinning(config, "", None)
+    if not state.devices and state.source == "nvidia-smi":
         return []  # no GPU and nothing asked: the plugin's device line says so already
     workers = config.getoption("numprocesses", default=None)
     return [header_line(state.devices, workers if isinstance(workers, int) and workers > 0 else None,

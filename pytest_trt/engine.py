@@ -58,7 +58,23 @@ class Engine:
 
     @functools.cached_property
     def record(self) -> BuildRecord:
+        # a cache hit reads the record stored with its entry (pytest_trt.record_store); a build's
+        # record is stored by the provider once its entry is on disk (EngineProvider.flush)
+        if self.cached and self.artifact_dir is not None:
+            from pytest_trt.record_store import load_record, save_record
+
+            stored = load_record(self.artifact_dir, self.result)
+            if stored is not None:
+                return stored
+            record = self.backend.record(self.result, self.config)
+            save_record(self.artifact_dir, self.result, record)  # an entry of an earlier release
+            return record
         return self.backend.record(self.result, self.config)
+
+    @property
+    def record_parsed(self) -> bool:
+        """Whether ``record`` was computed in this session (it is stored with a built entry at flush)."""
+        return "record" in self.__dict__
 
     @functools.cached_property
     def runner(self) -> Runner:

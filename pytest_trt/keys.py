@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -21,3 +21,13 @@ ITEM_ENGINES: pytest.StashKey[list[Engine]] = pytest.StashKey()
 GOLDEN_VERDICTS: pytest.StashKey[list[Mapping[str, Any]]] = pytest.StashKey()
 #: item.stash: the BuildFailed of the test's engine, for the build-failure note an upgrade report reads
 BUILD_FAILED: pytest.StashKey[Exception] = pytest.StashKey()
+#: config.stash: builds the session's provider on first use (a run without trt tests never needs it)
+PROVIDER_FACTORY: pytest.StashKey[Callable[[], EngineProvider]] = pytest.StashKey()
+
+
+def provider_of(config: pytest.Config) -> EngineProvider:
+    """The session's engine provider, created on first use by a trt test, fixture or header."""
+    provider = config.stash.get(PROVIDER, None)
+    if provider is None:
+        provider = config.stash[PROVIDER] = config.stash[PROVIDER_FACTORY]()
+    return provider

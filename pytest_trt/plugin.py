@@ -13,7 +13,7 @@ import pytest
 
 from pytest_trt import options as opt
 from pytest_trt.errors import TrtError
-from pytest_trt.keys import BUILD_FAILED, ITEM_ENGINES, PROVIDER
+from pytest_trt.keys import BUILD_FAILED, ITEM_ENGINES, PROVIDER, PROVIDER_FACTORY, provider_of
 
 if TYPE_CHECKING:
     from pytest_trt.config import BuildConfig
@@ -21,15 +21,28 @@ if TYPE_CHECKING:
     from pytest_trt.session import EngineProvider
 
 #: hook modules of the golden and audit features (each imports nothing heavy at load)
-pytest_plugins = [
+HOOK_MODULES = (
     "pytest_trt.golden.pytest_hooks",
     "pytest_trt.audit.pytest_hooks",
     "pytest_trt.collect_errors",
     "pytest_trt.devices_hooks",
     "pytest_trt.catalog.pytest_hooks",
-]
+)
 
 _WORKER_ROWS = pytest.StashKey[list[dict[str, Any]]]()
+_WORKER_ERRORS = pytest.StashKey[list[str]]()
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    # Registered here rather than listed in ``pytest_plugins``: pytest looks each listed
+    # name up among every installed distribution's entry points first, about 4 ms per
+    # name on every run (benchmarks/bench_startup.py).  Names as pytest would give them,
+    # so ``-p no:pytest_trt.audit.pytest_hooks`` and ``-p pytest_trt.golden.pytest_hooks`` still work.
+    import importlib
+
+    for name in HOOK_MODULES:
+        if not pluginmanager.is_blocked(name) and pluginmanager.get_plugin(name) is None:
+            pluginmanager.register(importlib.import_module(name), name)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -67,17 +80,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", opt.MARKER_HELP)
-    from pytest_trt.backends.base import choose_backend
-    from pytest_trt.session import EngineProvider
-
     options = opt.Options.from_pytest(config)
     _warn_if_rootdir_moved(config)
     if options.rebuild and not options.engine_build:
         raise pytest.UsageError(f"{opt.REBUILD} rebuilds engines and so needs {opt.ENGINE_BUILD} too")
+    # The provider (backend choice, cache, session module) is made on first use: a run
+    # without trt tests never imports it (benchmarks/bench_startup.py).
+    config.stash[PROVIDER_FACTORY] = lambda: _make_provider(config, options)
+
+
+def _make_provider(config: pytest.Config, options: opt.Options) -> EngineProvider:
+    from pytest_trt.backends.base import choose_backend
+    from pytest_trt.session import EngineProvider
+
     try:
         backend, why = choose_backend(options.backend)
     except TrtError as exc:
         backend, why = "none", exc.message
+
     def progress(text: str) -> None:
         # looked up per message: the terminal reporter registers after this hook runs;
         # builds happen inside fixtures, where output is captured unless capture is suspended
@@ -91,7 +111,7 @@ def pytest_configure(config: pytest.Config) -> None:
         with capture.global_and_fixture_disabled():
             reporter.write_line(f"pytest-trt: {text}")
 
-    config.stash[PROVIDER] = EngineProvider(
+    return EngineProvider(
         backend,
         why=why,
         cache_dir=options.cache_dir,
@@ -103,6 +123,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _warn_if_rootdir_moved(config: pytest.Config) -> None:
+    args = config.invocation_params.args
+    if config.inipath is not None or not any(a in opt.PATH_OPTIONS for a in args):
+        return  # nothing to check: skip the import (start-up cost of a plain run)
     from pytest_trt.invocation import rootdir_moved_by, rootdir_warning
 
     pairs = rootdir_moved_by(
@@ -116,7 +139,7 @@ def _warn_if_rootdir_moved(config: pytest.Config) -> None:
 def pytest_report_header(config: pytest.Config) -> list[str]:
     from pytest_trt.report import header_lines
 
-    return header_lines(config.stash[PROVIDER])
+    return header_lines(provider_of(config))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -166,7 +189,7 @@ def _provide(request: pytest.FixtureRequest, config: BuildConfig) -> Engine:
     """Get an engine for a fixture: skip when not built, fail with a plain message on user errors."""
     from pytest_trt.session import EngineNotBuilt
 
-    provider: EngineProvider = request.config.stash[PROVIDER]
+    provider = provider_of(request.config)
     if provider.backend_name == "none":
         pytest.skip(provider.why)
     try:
@@ -193,7 +216,7 @@ def _provide(request: pytest.FixtureRequest, config: BuildConfig) -> Engine:
 @pytest.fixture(scope="session")
 def trt_backend(pytestconfig: pytest.Config) -> Any:
     """The session's backend (``.name``, ``.version()``), e.g. to skip examples another backend cannot run."""
-    provider: EngineProvider = pytestconfig.stash[PROVIDER]
+    provider = provider_of(pytestconfig)
     if provider.backend_name == "none":
         pytest.skip(provider.why)
     try:
@@ -238,30 +261,37 @@ def trt_reference(trt_engine: Engine) -> Any:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
-    provider = config.stash[PROVIDER]
-    provider.flush()  # every cache entry of the session on disk before pytest exits
+    provider = config.stash.get(PROVIDER, None)
+    if provider is not None:
+        provider.flush()  # every cache entry of the session on disk before pytest exits
     if hasattr(config, "workeroutput"):  # pytest-xdist worker: send the engine table to the controller
         from pytest_trt.report import summary_rows
 
-        config.workeroutput["trt_engines"] = summary_rows(provider)
-        config.workeroutput["trt_cache_errors"] = provider.write_errors
+        config.workeroutput["trt_engines"] = summary_rows(provider) if provider is not None else []
+        config.workeroutput["trt_cache_errors"] = provider.write_errors if provider is not None else []
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: Any) -> None:
     output = getattr(node, "workeroutput", {})
     node.config.stash.setdefault(_WORKER_ROWS, []).extend(output.get("trt_engines", []))
-    node.config.stash[PROVIDER].write_errors.extend(output.get("trt_cache_errors", []))
+    node.config.stash.setdefault(_WORKER_ERRORS, []).extend(output.get("trt_cache_errors", []))
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    provider = config.stash.get(PROVIDER, None)
+    rows = config.stash.get(_WORKER_ROWS, [])
+    errors: list[str] = list(provider.write_errors) if provider is not None else []
+    worker_errors: list[str] = config.stash.get(_WORKER_ERRORS, [])
+    errors.extend(worker_errors)
+    if provider is None and not rows and not errors:
+        return  # no trt test ran in this process nor in a worker
     from pytest_trt.report import engine_table, summary_rows
 
-    provider = config.stash[PROVIDER]
-    rows = summary_rows(provider) + config.stash.get(_WORKER_ROWS, [])
+    rows = (summary_rows(provider) if provider is not None else []) + rows
     if rows:
         terminalreporter.section("pytest-trt engines")
         for line in engine_table(rows):
             terminalreporter.write_line(line)
-    for error in provider.write_errors:
+    for error in errors:
         terminalreporter.write_line(f"WARNING {error}", yellow=True)

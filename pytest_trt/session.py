@@ -180,7 +180,19 @@ class EngineProvider:
         """Wait until every cache entry of this session is on disk; return the write errors."""
         while self._writers:
             self._writers.pop().join()
+        self._store_records()
         return list(self.write_errors)
+
+    def _store_records(self) -> None:
+        """Keep the records parsed for this session's builds with their (now complete) entries."""
+        built = [e.engine for e in self.events if not e.engine.cached and e.engine.record_parsed]
+        if not built:
+            return
+        from pytest_trt.record_store import save_record
+
+        for engine in built:
+            if engine.artifact_dir is not None:
+                save_record(engine.artifact_dir, engine.result, engine.record)
 
     def _remember(self, key: str, engine: Engine, status: str) -> None:
         self._by_key[key] = engine

@@ -1,6 +1,6 @@
 """pytest hooks of the audit layer: bundle options, version pins, report attachments.
 
-Listed by ``pytest_trt.plugin`` in ``pytest_plugins``.  Hooks construct and
+Registered by ``pytest_trt.plugin`` (``HOOK_MODULES``).  Hooks construct and
 delegate (:mod:`pytest_trt.audit.recorder`, :mod:`pytest_trt.audit.pins`);
 loading this module imports neither tensorrt, onnxruntime nor h5py.
 """
@@ -8,13 +8,13 @@ loading this module imports neither tensorrt, onnxruntime nor h5py.
 from __future__ import annotations
 
 import os
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_trt.keys import BUILD_FAILED, GOLDEN_VERDICTS, ITEM_ENGINES, PROVIDER
+from pytest_trt.keys import BUILD_FAILED, GOLDEN_VERDICTS, ITEM_ENGINES, PROVIDER, PROVIDER_FACTORY, provider_of
 
 if TYPE_CHECKING:
     from pytest_trt.audit.recorder import BundleRecorder, EngineAudit
@@ -33,6 +33,8 @@ SECTION = "trt audit"
 PROPERTIES = ("trt_bundle", "trt_bundle_sha256", "trt_config_hash", "trt_backend", "trt_backend_version")
 
 RECORDER = pytest.StashKey["BundleRecorder"]()
+#: makes the recorder on first use: a run without trt engines never imports the audit modules
+_RECORDER_FACTORY = pytest.StashKey[Callable[[], "BundleRecorder"]]()
 _DONE = pytest.StashKey[bool]()
 _WORKER_BUNDLES = pytest.StashKey[list[dict[str, Any]]]()
 
@@ -65,15 +67,25 @@ def _path(config: pytest.Config, dest: str, ini: str) -> Path | None:
 
 
 def _backend_name(config: pytest.Config) -> str | None:
-    provider = config.stash.get(PROVIDER, None)
+    provider = provider_of(config) if PROVIDER_FACTORY in config.stash else config.stash.get(PROVIDER, None)
     name = getattr(provider, "backend_name", None)
     return None if name in (None, "none") else str(name)
 
 
-def _check_pins(config: pytest.Config, recorder: BundleRecorder) -> None:
+def recorder_of(config: pytest.Config) -> BundleRecorder | None:
+    """The session's bundle recorder, made on first use (None when the audit layer is not configured)."""
+    recorder = config.stash.get(RECORDER, None)
+    if recorder is None and _RECORDER_FACTORY in config.stash:
+        recorder = config.stash[RECORDER] = config.stash[_RECORDER_FACTORY]()
+    return recorder
+
+
+def _check_pins(config: pytest.Config) -> None:
     pins_path = _path(config, "trt_pins", INI_PINS)
     if pins_path is None:
         return
+    recorder = recorder_of(config)
+    assert recorder is not None  # made by this module's configure
     from pytest_trt.audit.pins import Pins, PinsError, check_pins
 
     try:
@@ -94,8 +106,6 @@ def _check_pins(config: pytest.Config, recorder: BundleRecorder) -> None:
 
 @pytest.hookimpl(trylast=True)  # after the foundation's configure has chosen the backend
 def pytest_configure(config: pytest.Config) -> None:
-    from pytest_trt.audit.recorder import AuditSettings, BundleRecorder
-
     sign_key = _path(config, "trt_sign_key", INI_SIGN_KEY)
     if sign_key is not None:
         from pytest_trt.audit.sign import KeyFileError, SigningUnavailable, load_private_key
@@ -104,24 +114,29 @@ def pytest_configure(config: pytest.Config) -> None:
             load_private_key(sign_key)
         except (KeyFileError, SigningUnavailable) as exc:
             raise pytest.UsageError(f"{SIGN_KEY}: {exc}") from None
-    settings = AuditSettings(
-        bundle_dir=_path(config, "trt_bundle_dir", INI_BUNDLE_DIR) or config.rootpath / DEFAULT_BUNDLE_DIR,
-        sign_key=sign_key,
-        include_engine=bool(config.getini(INI_BUNDLE_ENGINE)),
-        include_hostname=bool(config.getini(INI_BUNDLE_HOSTNAME)),
-        rootdir=config.rootpath,
-    )
-    recorder = BundleRecorder(settings, backend=_backend_name(config))
-    config.stash[RECORDER] = recorder
+    bundle_dir = _path(config, "trt_bundle_dir", INI_BUNDLE_DIR) or config.rootpath / DEFAULT_BUNDLE_DIR
+    include_engine = bool(config.getini(INI_BUNDLE_ENGINE))
+    include_hostname = bool(config.getini(INI_BUNDLE_HOSTNAME))
+
+    def make() -> BundleRecorder:
+        from pytest_trt.audit.recorder import AuditSettings, BundleRecorder
+
+        settings = AuditSettings(bundle_dir=bundle_dir, sign_key=sign_key, include_engine=include_engine,
+                                 include_hostname=include_hostname, rootdir=config.rootpath)
+        return BundleRecorder(settings, backend=_backend_name(config))
+
+    config.stash[_RECORDER_FACTORY] = make
     if not hasattr(config, "workerinput"):  # the xdist controller checks once for all workers
-        _check_pins(config, recorder)
+        _check_pins(config)
 
 
 def _audit_item(item: pytest.Item, when: str) -> list[EngineAudit]:
+    engines = item.stash.get(ITEM_ENGINES, [])
+    recorder = recorder_of(item.config) if engines else None
+    if recorder is None:
+        return []
     from pytest_trt.audit.recorder import section_text
 
-    engines = item.stash.get(ITEM_ENGINES, [])
-    recorder = item.config.stash[RECORDER]
     verdicts = item.stash.get(GOLDEN_VERDICTS, [])
     audits = []
     for engine in engines:
@@ -163,7 +178,7 @@ def _note_build_failure(item: pytest.Item, exc: BaseException) -> None:
         return
     from pytest_trt.upgrade.failures import note_build_failure
 
-    recorder = item.config.stash.get(RECORDER, None)
+    recorder = recorder_of(item.config)
     if recorder is not None:
         note_build_failure(item, exc, folder=recorder.settings.bundle_dir, backend=recorder.backend)
 
@@ -190,11 +205,12 @@ def _html_extras(config: pytest.Config, report: pytest.TestReport, audits: list[
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
-    recorder = config.stash.get(RECORDER, None)
+    provider = config.stash.get(PROVIDER, None)  # never made here: a run without trt tests has none
+    engines = list(getattr(provider, "engines", []) if provider is not None else [])
+    recorder = recorder_of(config) if engines else config.stash.get(RECORDER, None)
     if recorder is None:
         return
-    provider = config.stash.get(PROVIDER, None)
-    for engine in list(getattr(provider, "engines", []) if provider is not None else []):
+    for engine in engines:
         recorder.audit(engine, [])  # engines no test listed (session fixtures, trt_build in conftest)
     if hasattr(config, "workeroutput"):
         from pytest_trt.audit.recorder import summary_rows
@@ -207,9 +223,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def pytest_testnodedown(node: Any, error: Any) -> None:
     out = getattr(node, "workeroutput", {})
     node.config.stash.setdefault(_WORKER_BUNDLES, []).extend(out.get("trt_bundles", []))
-    recorder = node.config.stash.get(RECORDER, None)
+    failures = out.get("trt_bundle_failures", [])
+    recorder = recorder_of(node.config) if failures else None
     if recorder is not None:
-        recorder.failures.extend(out.get("trt_bundle_failures", []))
+        recorder.failures.extend(failures)
 
 
 def session_bundles(config: pytest.Config) -> list[dict[str, Any]]:
@@ -222,17 +239,18 @@ def session_bundles(config: pytest.Config) -> list[dict[str, Any]]:
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    recorder = config.stash.get(RECORDER, None)
+    if recorder is None and not config.stash.get(_WORKER_BUNDLES, []):
+        return
     from pytest_trt.audit.recorder import summary_rows
 
-    recorder = config.stash.get(RECORDER, None)
-    if recorder is None:
-        return
     rows: dict[str, dict[str, Any]] = {}
     configs: dict[str, set[str]] = {}
-    for row in summary_rows(recorder) + config.stash.get(_WORKER_BUNDLES, []):
+    own = summary_rows(recorder) if recorder is not None else []
+    for row in own + config.stash.get(_WORKER_BUNDLES, []):
         rows[row["path"]] = row
         configs.setdefault(row["path"], set()).add(row["config_hash"])
-    failures = list(dict.fromkeys(recorder.failures))
+    failures = list(dict.fromkeys(recorder.failures if recorder is not None else []))
     failures += [f"{Path(p).name}: written for {len(h)} configs with the same name, version, backend and device"
                  for p, h in configs.items() if len(h) > 1 and not any(Path(p).name in f for f in failures)]
     if not rows and not failures:

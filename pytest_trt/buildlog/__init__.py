@@ -9,19 +9,46 @@ TensorRT-RTX (dialects in :mod:`.dialects`), ``read_layer_json`` reads
 
 from __future__ import annotations
 
-from .assertions import (
-    UnknownNodeError,
-    assert_fused,
-    assert_layer_count,
-    assert_no_fusion,
-    assert_no_warning,
-    assert_precision,
-    assert_warning,
-)
-from .diff import RecordDiff, diff_records
-from .layerjson import read_layer_json
-from .parser import parse_entries, parse_lines, parse_result, read_log
-from .record import BuildRecord, FusionEvent, Layer, Memory, Message, Subgraph, TensorInfo
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .assertions import (
+        UnknownNodeError,
+        assert_fused,
+        assert_layer_count,
+        assert_no_fusion,
+        assert_no_warning,
+        assert_precision,
+        assert_warning,
+    )
+    from .diff import RecordDiff, diff_records
+    from .layerjson import read_layer_json
+    from .parser import parse_entries, parse_lines, parse_result, read_log
+    from .record import BuildRecord, FusionEvent, Layer, Memory, Message, Subgraph, TensorInfo
+
+#: public name -> submodule; imported on first use, so that reading a stored record
+#: (``.record``, on every cache hit) does not load the parser, dialect tables and assertions
+_LAZY = {
+    **dict.fromkeys(("UnknownNodeError", "assert_fused", "assert_layer_count", "assert_no_fusion",
+                     "assert_no_warning", "assert_precision", "assert_warning"), "assertions"),
+    **dict.fromkeys(("RecordDiff", "diff_records"), "diff"),
+    "read_layer_json": "layerjson",
+    **dict.fromkeys(("parse_entries", "parse_lines", "parse_result", "read_log"), "parser"),
+    **dict.fromkeys(("BuildRecord", "FusionEvent", "Layer", "Memory", "Message", "Subgraph", "TensorInfo"), "record"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "BuildRecord", "FusionEvent", "Layer", "Memory", "Message", "RecordDiff", "Subgraph", "TensorInfo",

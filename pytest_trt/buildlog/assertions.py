@@ -12,6 +12,7 @@ import difflib
 import fnmatch
 import re
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from .events import event_groups, uses_events
 from .listings import canonical_dtype
@@ -238,10 +239,14 @@ def assert_no_warning(record: BuildRecord, pattern: str, *, label: str = "engine
     )
 
 
-# calibration assertions live in their own module; re-exported so every record assertion is importable from here
-from .calibration_assertions import (  # noqa: E402, F401
-    assert_calibration,
-    assert_calibration_coverage,
-    assert_dynamic_range,
-    assert_int8,
-)
+# calibration assertions live in their own module (which imports this one); re-exported on first use
+# so that every record assertion is importable from here whichever of the two modules loads first
+_CALIBRATION = ("assert_calibration", "assert_calibration_coverage", "assert_dynamic_range", "assert_int8")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _CALIBRATION:
+        from . import calibration_assertions
+
+        return getattr(calibration_assertions, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -74,11 +74,16 @@ def prefix_alternatives(*, quiet: bool = False) -> str:
     Each alternative of the full form holds exactly one group (the severity, or an empty one),
     so ``m.group(m.lastindex)`` is the severity code.
     """
-    parts = []
+    parts, dated = [], []
     for d in DIALECTS:
         sev = (_QUIET if quiet else _ALL)[d.words]
         body = d.pattern.replace("{sev}", sev)
+        if quiet and body.startswith(_DATE):  # the scanner matches the timestamp once, not once per dialect
+            dated.append(body[len(_DATE):])
+            continue
         parts.append(f"(?:{body})" if "{sev}" in d.pattern or quiet else f"(?:{body}())")
+    if dated:
+        parts.insert(0, f"(?:{_DATE}(?:{'|'.join(dated)}))")
     return "|".join(parts)
 
 
@@ -159,11 +164,11 @@ PRECISION_FLAGS_RE = re.compile(r"Precision: (?P<p>[A-Z0-9+]+)$")  # trtexec bui
 ENGINE_SIZE_RE = re.compile(r"Created engine with size: (?P<mib>[\d.]+) MiB")  # trtexec 10.x
 
 #: (handler in parser.LogParser, regex of the message start): the messages worth a closer look;
-#: all others are skipped.
+#: all others are skipped.  ``Running: <pass> on <layer>`` (a third of a VERBOSE log's prefixed
+#: lines that reach the parser) is understood but stores nothing, so the scanner skips it too.
 INTERESTING: tuple[tuple[str, str], ...] = (
     ("fusion", r"(?:[A-Za-z0-9]+: )?Fusing "),
     ("merge", r"Merging layers: "),
-    ("running", r"Running: "),
     ("removing", r"Removing "),
     ("count", r"Original: |After [^:\n]*: \d+ layers$"),
     ("foreign", r"ForeignNode \{"),

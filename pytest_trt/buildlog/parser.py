@@ -62,7 +62,7 @@ class LogParser:
         self.version: tuple[int, str] | None = None
         self.facts: dict[str, Any] = {}
         self._handlers: dict[str, Callable[[str], bool]] = {
-            "fusion": self._fusion, "merge": self._merge, "running": _ignore, "removing": self._removing,
+            "fusion": self._fusion, "merge": self._merge, "removing": self._removing,
             "count": self._count, "foreign": self._foreign, "memory": self._memory, "peak": self._peak,
             "calib": self._calib, "timing": self._timing, "version": self._version, "header": self._header,
             "eli": self._eli_line, "detailed": self._detailed_line, "result": self._result,
@@ -84,34 +84,35 @@ class LogParser:
         where >90% of the lines are tactic timings.
         """
         scan = _SCAN.finditer
-        carry = ""
+        # ``carry`` starts with the newline that ends the previous block's last line, so every line
+        # of ``text`` has a literal "\n" in front (the regex engine finds it at C speed) without
+        # copying the block again; the block is scanned in place up to ``cut`` (endpos)
+        carry = "\n"
         while True:
             chunk = f.read(chunk_chars)
             text = carry + chunk
             if not chunk:
-                if text:
-                    self._scan(scan, text)
+                if len(text) > 1:
+                    self._scan(scan, text, len(text))
                 return
             cut = text.rfind("\n")
-            if cut < 0:  # one line longer than a chunk: keep reading
+            if cut <= 0:  # one line longer than a chunk: keep reading
                 carry = text
                 continue
-            carry = text[cut + 1 :]
-            self._scan(scan, text[:cut])
+            self._scan(scan, text, cut)
+            carry = text[cut:]
 
-    def _scan(self, scan: Any, block: str) -> None:
-        # ``block`` is whole lines without the last newline; "\n" in front gives every line a literal
-        # start, which the regex engine searches for at C speed.
-        text = "\n" + block
-        self.total += block.count("\n") + 1
+    def _scan(self, scan: Any, text: str, end: int) -> None:
+        # ``text[:end]`` is "\n" followed by whole lines without the last newline
+        self.total += text.count("\n", 0, end)
         expected = 0
         one = self._line
-        for m in scan(text):
+        for m in scan(text, 0, end):
             if m.start() != expected and self.block is not None:
                 self.block = None  # skipped lines were prefixed messages: any block ended there
             one(m.group(1).rstrip("\r"))
             expected = m.end()
-        if expected != len(text):
+        if expected != end:
             self.block = None
 
     def _line(self, line: str) -> None:
@@ -349,10 +350,6 @@ class LogParser:
             precision_flags=self.facts.get("precision_flags"),
             engine_size_mib=self.facts.get("engine_size_mib"),
         )
-
-
-def _ignore(msg: str) -> bool:
-    return True
 
 
 def parse_lines(lines: Iterable[str], *, onnx: Any = None) -> BuildRecord:

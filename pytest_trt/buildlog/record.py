@@ -8,7 +8,7 @@ graphs) produces this one type, so assertions and diffs work the same on all.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -195,7 +195,7 @@ class BuildRecord:
 
     # -- serialisation -------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
+        d: dict[str, Any] = _plain(self)
         d["layer_counts"] = [list(x) for x in self.layer_counts]
         return d
 
@@ -251,3 +251,33 @@ class BuildRecord:
         from .layerjson import read_layer_json
 
         return read_layer_json(path)
+
+
+def _plain(obj: Any) -> Any:
+    """What ``dataclasses.asdict`` gives for a record, without its deep copies.
+
+    asdict deep-copies every leaf; a record's leaves are str, int, float, bool and None,
+    so only the containers are rebuilt here (the bundle's build.json serialises a
+    record for every engine of every session).
+    """
+    cls = type(obj)
+    if cls in _LEAVES:
+        return obj
+    names = _FIELDS.get(cls)
+    if names is None and is_dataclass(obj) and not isinstance(obj, type):
+        names = _FIELDS[cls] = tuple(f.name for f in fields(obj))
+    if names is not None:
+        return {name: _plain(getattr(obj, name)) for name in names}
+    if cls is tuple or cls is list:
+        return cls(_plain(x) for x in obj)
+    if isinstance(obj, dict):
+        return {_plain(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # a named tuple, as asdict rebuilds it
+        return cls(*(_plain(x) for x in obj))
+    if isinstance(obj, (list, tuple)):
+        return cls(_plain(x) for x in obj)
+    return obj
+
+
+_LEAVES = frozenset((str, int, float, bool, type(None)))
+_FIELDS: dict[type, tuple[str, ...]] = {}

@@ -1,6 +1,6 @@
 """pytest hooks of the audit archive: ``--trt-catalog``, ``--trt-mlflow-uri``, ``--trt-mlflow-register``.
 
-Listed by ``pytest_trt.plugin`` in ``pytest_plugins``.  At the end of the
+Registered by ``pytest_trt.plugin`` (``HOOK_MODULES``).  At the end of the
 session (on the xdist controller, once every worker's bundles are final) the
 bundles the session wrote are indexed and pushed by
 :mod:`pytest_trt.catalog.session`; the terminal summary says what happened.
@@ -21,7 +21,8 @@ if TYPE_CHECKING:
     from pytest_trt.catalog.session import ArchiveOutcome, ArchiveSettings
 
 SUMMARY = "pytest-trt audit archive"
-_SETTINGS: pytest.StashKey[ArchiveSettings] = pytest.StashKey()
+#: (MLflow URI, register) of a session that archives its bundles; settings are made when bundles exist
+_SETTINGS: pytest.StashKey[tuple[str | None, bool]] = pytest.StashKey()
 _OUTCOME: pytest.StashKey[ArchiveOutcome] = pytest.StashKey()
 
 
@@ -38,12 +39,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(opt.INI_MLFLOW_REGISTER, "register engines as MLflow model versions", type="bool", default=False)
 
 
-@pytest.hookimpl(trylast=True)  # after the audit layer's configure made the recorder
+@pytest.hookimpl(trylast=True)  # after the audit layer's configure
 def pytest_configure(config: pytest.Config) -> None:
-    from pytest_trt.audit.pytest_hooks import RECORDER
-    from pytest_trt.catalog import DEFAULT_DB_NAME
-    from pytest_trt.catalog.session import ArchiveSettings
-
     uri = config.getoption("trt_mlflow_uri") or config.getini(opt.INI_MLFLOW_URI) or None
     register = bool(config.getoption("trt_mlflow_register")) or bool(config.getini(opt.INI_MLFLOW_REGISTER))
     on = bool(config.getoption("trt_catalog")) or bool(config.getini(opt.INI_CATALOG)) or uri is not None
@@ -52,24 +49,36 @@ def pytest_configure(config: pytest.Config) -> None:
     if uri is not None and importlib.util.find_spec("mlflow") is None:
         raise pytest.UsageError(f"{opt.MLFLOW_URI} needs mlflow, which is not installed: "
                                 "pip install 'pytest-trt[mlflow]'")
-    recorder = config.stash.get(RECORDER, None)
-    if not on or recorder is None:
-        return
-    db = Path(recorder.settings.bundle_dir) / DEFAULT_DB_NAME
-    config.stash[_SETTINGS] = ArchiveSettings(db=db, mlflow_uri=uri, register=register)
+    if on:
+        config.stash[_SETTINGS] = (uri, register)
+
+
+def _archive_settings(config: pytest.Config) -> ArchiveSettings | None:
+    from pytest_trt.audit.pytest_hooks import recorder_of
+
+    given = config.stash.get(_SETTINGS, None)
+    recorder = recorder_of(config) if given is not None else None
+    if given is None or recorder is None:
+        return None
+    from pytest_trt.catalog import DEFAULT_DB_NAME
+    from pytest_trt.catalog.session import ArchiveSettings
+
+    uri, register = given
+    return ArchiveSettings(db=Path(recorder.settings.bundle_dir) / DEFAULT_DB_NAME, mlflow_uri=uri, register=register)
 
 
 @pytest.hookimpl(trylast=True)  # after the audit layer bundled the session's remaining engines
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
-    settings = config.stash.get(_SETTINGS, None)
-    if settings is None or hasattr(config, "workerinput"):  # workers' bundles reach the controller
+    if _SETTINGS not in config.stash or hasattr(config, "workerinput"):  # workers' bundles reach the controller
         return
     from pytest_trt.audit.pytest_hooks import session_bundles
-    from pytest_trt.catalog.session import archive_bundles
 
     paths = [Path(row["path"]) for row in session_bundles(config)]
-    if paths:
+    settings = _archive_settings(config) if paths else None
+    if settings is not None:
+        from pytest_trt.catalog.session import archive_bundles
+
         config.stash[_OUTCOME] = archive_bundles(paths, settings)
 
 

@@ -1,6 +1,6 @@
 """pytest hooks of the golden workflow: options, ini keys, the ``trt_golden`` fixture, a summary.
 
-Listed in ``pytest_trt.plugin.pytest_plugins``.  Thin on purpose: decisions
+Registered by ``pytest_trt.plugin`` (``HOOK_MODULES``).  Thin on purpose: decisions
 live in :mod:`pytest_trt.golden.workflow`, imported only when a test asks for
 the fixture, so loading the plugin never imports h5py or numpy.
 """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import re
 import subprocess
 import sys
 import tarfile
@@ -85,3 +86,23 @@ def test_git_commit_and_dirty_flag(tmp_path):
     assert git_state(tmp_path)["dirty"] is False
     (tmp_path / "a.txt").write_text("2")
     assert git_state(tmp_path)["dirty"] is True
+
+
+def test_pip_freeze_equals_the_metadata_parser_and_reads_a_made_up_distribution(tmp_path, monkeypatch):
+    """The header-block reader gives what importlib.metadata's own parser gives, for every installed distribution."""
+    from importlib import metadata
+
+    dist_info = tmp_path / "Made_Up.Pkg-3.1.dev2.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: Made_Up.Pkg\nVersion: 3.1.dev2\n"
+                                        "Summary: x\n\nName: not-a-header\nVersion: 0\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    expected: dict[str, str] = {}
+    for dist in metadata.distributions():  # independent: the e-mail parser over the whole file
+        name = dist.metadata["Name"]
+        if name:
+            canonical = re.sub(r"[-_.]+", "-", name).lower()
+            expected.setdefault(canonical, f"{canonical}=={dist.version}")
+    freeze = pip_freeze()
+    assert freeze == [expected[k] for k in sorted(expected)]
+    assert "made-up-pkg==3.1.dev2" in freeze

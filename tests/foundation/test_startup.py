@@ -11,7 +11,17 @@ import pytest
 #: never loaded by a run without trt tests (the buildlog parser, configs, cache, bundles, numpy ...)
 NOT_LOADED = ("pytest_trt.buildlog", "pytest_trt.config", "pytest_trt.engine", "pytest_trt.assertions",
               "pytest_trt.audit.bundle", "pytest_trt.audit.archive", "pytest_trt.audit.pins",
-              "pytest_trt.golden.store", "tarfile", "numpy", "h5py", "onnx", "onnxruntime", "tensorrt_rtx")
+              "pytest_trt.golden.store", "tarfile", "numpy", "h5py", "onnx", "onnxruntime", "tensorrt_rtx",
+              # the engine provider and the hook modules' state are made on first use
+              "pytest_trt.session", "pytest_trt.cache", "pytest_trt.result", "pytest_trt.backends",
+              "pytest_trt.audit.recorder", "pytest_trt.catalog.session", "pytest_trt.devices",
+              "pytest_trt.invocation", "pytest_trt.report", "pytest_trt.calibration", "pytest_trt.golden.workflow")
+#: everything a plain ``pytest -q`` run may load of pytest-trt: the hook modules and what their options need
+ALLOWED = {"pytest_trt", "pytest_trt.errors", "pytest_trt.options", "pytest_trt.keys", "pytest_trt.plugin",
+           "pytest_trt.golden", "pytest_trt.golden.options", "pytest_trt.golden.provenance",
+           "pytest_trt.golden.pytest_hooks", "pytest_trt.compare", "pytest_trt.compare.thresholds",
+           "pytest_trt.audit", "pytest_trt.audit.pytest_hooks", "pytest_trt.collect_errors",
+           "pytest_trt.devices_hooks", "pytest_trt.catalog", "pytest_trt.catalog.pytest_hooks", "pytest_trt.current"}
 
 
 def test_plain_run_loads_no_heavy_module(pytester: pytest.Pytester) -> None:
@@ -22,9 +32,32 @@ def test_plain_run_loads_no_heavy_module(pytester: pytest.Pytester) -> None:
             loaded = sorted(m for m in {NOT_LOADED!r} if m in sys.modules)
             assert loaded == [], loaded
             assert "pytest_trt.plugin" in sys.modules  # the plugin did load
+            extra = sorted(m for m in sys.modules if m.startswith("pytest_trt.") and m not in {sorted(ALLOWED)!r})
+            assert extra == [], extra
     """)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
+    pytester.makeconftest("""
+        import json, sys
+
+        def pytest_unconfigure(config):  # after the report and summary hooks: what the whole run loaded
+            names = [m for m in sys.modules if m.startswith("pytest_trt.")]
+            with open("loaded.json", "w") as f:
+                json.dump(names, f)
+    """)
+    result = pytester.runpytest_subprocess("-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest")
     result.assert_outcomes(passed=1)
+    import json
+
+    at_end = set(json.loads((pytester.path / "loaded.json").read_text()))
+    assert sorted(at_end - ALLOWED) == []
+    assert sorted(m for m in NOT_LOADED if m in at_end) == []
+
+
+def test_plain_run_with_header_still_names_the_backend(pytester: pytest.Pytester) -> None:
+    """The header makes the provider on demand: a run that shows it still says which backend it chose."""
+    pytester.makepyfile("def test_plain():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:hypothesispytest")
+    result.stdout.fnmatch_lines(["pytest-trt: *backend*", "*1 passed*"])
+    assert "pytest-trt engines" not in result.stdout.str()  # no trt test: no engine table
 
 
 def test_public_names_still_import_lazily() -> None:

@@ -20,7 +20,7 @@ if importlib.util.find_spec("pytest_trt.backends.onnxruntime") is None:  # pragm
 pytest.importorskip("onnxruntime")
 
 HERE = Path(__file__).resolve().parent
-# -p is a no-op once pytest_trt.plugin lists the hook module in pytest_plugins
+# -p is a no-op once pytest_trt.plugin registers the hook module (HOOK_MODULES)
 RUN = ("-p", "pytest_trt.golden.pytest_hooks", "--trt-backend", "onnxruntime", ENGINE_BUILD_OPTION)
 
 TEST = f"""

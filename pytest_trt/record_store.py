@@ -1,0 +1,63 @@
+"""The parsed build record kept beside a cache entry, so a cache hit does not parse the log again.
+
+Parsing a build's log maps engine layers to ONNX nodes, which imports onnx and
+loads the model (the larger part of a cache-hit test's cost,
+``benchmarks/bench_suite.py``).  The record is a pure function of the entry (its
+key names the ONNX content, config, backend versions and ``RECORD_SCHEMA``), so
+it is written once, as JSON, the first time it is parsed for a complete entry,
+and read back on later hits.  It is only used when it names the same entry key,
+engine sha256, record schema and pytest-trt version; otherwise (an older entry,
+a parser of another release) the log is parsed again and the file replaced.
+A record that would not read back identical is never stored.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_trt.buildlog.record import BuildRecord
+    from pytest_trt.result import BuildResult
+
+RECORD_FILE = "record.json"
+
+
+def _stamp(folder: Path, result: BuildResult) -> dict[str, Any]:
+    from pytest_trt import __version__
+    from pytest_trt.buildlog.record import RECORD_SCHEMA
+
+    return {"key": folder.name, "engine_sha256": result.engine_sha256, "record_schema": RECORD_SCHEMA,
+            "pytest_trt": __version__}
+
+
+def load_record(folder: Path, result: BuildResult) -> BuildRecord | None:
+    """The stored record of this entry and engine, or None (absent, stale, unreadable: parse again)."""
+    from pytest_trt.buildlog.record import BuildRecord
+
+    try:
+        data = json.loads((folder / RECORD_FILE).read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or data.get("stamp") != _stamp(folder, result):
+            return None
+        return BuildRecord.from_dict(data["record"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def save_record(folder: Path, result: BuildResult, record: BuildRecord) -> bool:
+    """Store ``record`` in the complete entry ``folder``; False when it cannot (read-only cache, no entry)."""
+    from pytest_trt.buildlog.record import BuildRecord
+    from pytest_trt.fileio import write_bytes_atomic
+
+    if not folder.is_dir():
+        return False
+    payload = {"stamp": _stamp(folder, result), "record": record.to_dict()}
+    text = json.dumps(payload, sort_keys=True)
+    if BuildRecord.from_dict(json.loads(text)["record"]) != record:
+        return False  # a field JSON does not carry exactly: keep parsing the log instead
+    try:
+        write_bytes_atomic(folder / RECORD_FILE, text.encode("utf-8"))
+    except OSError:
+        return False
+    return True
