@@ -29,19 +29,7 @@ def mobilenet_v2_224(*, batch: int | str = "N", seed: int = 0, num_classes: int 
     for t, cout, n, s in SETTINGS:
         for r in range(n):
             index += 1
-            p, stride, hidden = f"block{index}", (s if r == 0 else 1), cin * t
-            y = x
-            if t != 1:
-                y = g.relu6(f"{p}/relu6_expand",
-                            g.bn(f"{p}/bn_expand", g.conv(f"{p}/conv_expand", y, cin, hidden, 1), hidden))
-            y = g.relu6(f"{p}/relu6", g.bn(f"{p}/bn_dw",
-                                           g.conv(f"{p}/conv_dw", y, hidden, hidden, 3, stride, group=hidden), hidden))
-            y = g.bn(f"{p}/bn_project", g.conv(f"{p}/conv_project", y, hidden, cout, 1), cout)
-            if stride == 1 and cin == cout:
-                out = f"{p}/add:out"
-                g.nodes.append(helper.make_node("Add", [x, y], [out], name=f"{p}/add"))
-                y = out
-            x, cin = y, cout
+            x, cin = g.inverted_residual(f"block{index}", x, cin, t, cout, s if r == 0 else 1), cout
     x = g.relu6("head/relu6", g.bn("head/bn", g.conv("head/conv", x, cin, 1280, 1), 1280))
     g.nodes.append(helper.make_node("GlobalAveragePool", [x], ["pool:out"], name="pool"))
     g.nodes.append(helper.make_node("Flatten", ["pool:out"], ["flatten:out"], name="flatten", axis=1))

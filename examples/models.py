@@ -81,6 +81,25 @@ class _Graph:
         return out
 
 
+    def inverted_residual(self, p: str, x: str, cin: int, t: int, cout: int, stride: int) -> str:
+        """MobileNetV2's block: 1x1 expand (when t != 1), 3x3 depthwise, 1x1 project, residual add when shapes allow."""
+        hidden = cin * t
+        y = x
+        if t != 1:
+            y = self.relu6(
+                f"{p}/relu6_expand", self.bn(f"{p}/bn_expand", self.conv(f"{p}/conv_expand", y, cin, hidden, 1), hidden)
+            )
+        y = self.relu6(
+            f"{p}/relu6",
+            self.bn(f"{p}/bn_dw", self.conv(f"{p}/conv_dw", y, hidden, hidden, 3, stride, group=hidden), hidden),
+        )
+        y = self.bn(f"{p}/bn_project", self.conv(f"{p}/conv_project", y, hidden, cout, 1), cout)
+        if stride == 1 and cin == cout:
+            out = f"{p}/add:out"
+            self.nodes.append(helper.make_node("Add", [x, y], [out], name=f"{p}/add"))
+            y = out
+        return y
+
 # (expansion, output channels, stride) per inverted residual block
 BLOCKS = ((1, 16, 1), (4, 24, 2), (4, 24, 1), (4, 32, 2), (4, 32, 1))
 
@@ -93,22 +112,7 @@ def mobilenet_v2(
     x = g.relu("relu1", g.bn("bn1", g.conv("conv1", "input", 3, 16, 3, stride=2), 16))
     cin = 16
     for i, (t, cout, stride) in enumerate(blocks, start=1):
-        p = f"block{i}"
-        hidden = cin * t
-        y = x
-        if t != 1:
-            y = g.relu6(
-                f"{p}/relu6_expand", g.bn(f"{p}/bn_expand", g.conv(f"{p}/conv_expand", y, cin, hidden, 1), hidden)
-            )
-        y = g.relu6(
-            f"{p}/relu6", g.bn(f"{p}/bn_dw", g.conv(f"{p}/conv_dw", y, hidden, hidden, 3, stride, group=hidden), hidden)
-        )
-        y = g.bn(f"{p}/bn_project", g.conv(f"{p}/conv_project", y, hidden, cout, 1), cout)
-        if stride == 1 and cin == cout:
-            out = f"{p}/add:out"
-            g.nodes.append(helper.make_node("Add", [x, y], [out], name=f"{p}/add"))
-            y = out
-        x, cin = y, cout
+        x, cin = g.inverted_residual(f"block{i}", x, cin, t, cout, stride), cout
     pooled = "pool:out"
     g.nodes.append(helper.make_node("GlobalAveragePool", [x], [pooled], name="pool"))
     flat = "flatten:out"
