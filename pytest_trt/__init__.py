@@ -8,6 +8,8 @@ TensorRT, ONNX Runtime or h5py.
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pytest_trt.errors import (
@@ -57,12 +59,19 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
+def lazy_attribute(package: str, table: Mapping[str, str], name: str) -> Any:
+    """PEP 562 re-export for this package and its subpackages: ``name`` from the module ``table`` names for it.
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'pytest_trt' has no attribute {name!r}")
+    Kept here, in the module every pytest run loads anyway, so that resolving (or refusing) a name costs no import.
+    """
+    module = table.get(name)
+    if module is None:
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+def __getattr__(name: str) -> Any:
+    return lazy_attribute(__name__, _LAZY, name)
 
 __all__ = [
     "BackendUnavailable",

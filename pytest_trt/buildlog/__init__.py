@@ -30,20 +30,19 @@ if TYPE_CHECKING:
 #: (``.record``, on every cache hit) does not load the parser, dialect tables and assertions
 _LAZY = {
     **dict.fromkeys(("UnknownNodeError", "assert_fused", "assert_layer_count", "assert_no_fusion",
-                     "assert_no_warning", "assert_precision", "assert_warning"), "assertions"),
-    **dict.fromkeys(("RecordDiff", "diff_records"), "diff"),
-    "read_layer_json": "layerjson",
-    **dict.fromkeys(("parse_entries", "parse_lines", "parse_result", "read_log"), "parser"),
-    **dict.fromkeys(("BuildRecord", "FusionEvent", "Layer", "Memory", "Message", "Subgraph", "TensorInfo"), "record"),
+                     "assert_no_warning", "assert_precision", "assert_warning"), f"{__name__}.assertions"),
+    **dict.fromkeys(("RecordDiff", "diff_records"), f"{__name__}.diff"),
+    "read_layer_json": f"{__name__}.layerjson",
+    **dict.fromkeys(("parse_entries", "parse_lines", "parse_result", "read_log"), f"{__name__}.parser"),
+    **dict.fromkeys(("BuildRecord", "FusionEvent", "Layer", "Memory", "Message", "Subgraph", "TensorInfo"),
+                    f"{__name__}.record"),
 }
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
+    from pytest_trt import lazy_attribute
 
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return lazy_attribute(__name__, _LAZY, name)
 
 
 def __dir__() -> list[str]:

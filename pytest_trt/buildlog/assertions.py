@@ -241,12 +241,13 @@ def assert_no_warning(record: BuildRecord, pattern: str, *, label: str = "engine
 
 # calibration assertions live in their own module (which imports this one); re-exported on first use
 # so that every record assertion is importable from here whichever of the two modules loads first
-_CALIBRATION = ("assert_calibration", "assert_calibration_coverage", "assert_dynamic_range", "assert_int8")
+_CALIBRATION = dict.fromkeys(
+    ("assert_calibration", "assert_calibration_coverage", "assert_dynamic_range", "assert_int8"),
+    "pytest_trt.buildlog.calibration_assertions",
+)
 
 
 def __getattr__(name: str) -> Any:
-    if name in _CALIBRATION:
-        from . import calibration_assertions
+    from pytest_trt import lazy_attribute
 
-        return getattr(calibration_assertions, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return lazy_attribute(__name__, _CALIBRATION, name)

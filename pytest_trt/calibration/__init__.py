@@ -38,11 +38,9 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
+    from pytest_trt import lazy_attribute
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'pytest_trt.calibration' has no attribute {name!r}")
+    return lazy_attribute(__name__, _LAZY, name)
 
 
 __all__ = [
