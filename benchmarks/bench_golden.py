@@ -40,11 +40,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from pytest_trt.artifact import BuildResult  # noqa: E402
 from pytest_trt.buildlog.record import BuildRecord  # noqa: E402
 from pytest_trt.config import BuildConfig  # noqa: E402
 from pytest_trt.golden.dataset import GoldenDataset  # noqa: E402
 from pytest_trt.golden.workflow import GoldenCheck, GoldenSettings  # noqa: E402
-from pytest_trt.result import BuildResult  # noqa: E402
 
 POOL_BYTES = 32 << 20
 KINDS: dict[str, tuple[tuple[int, ...], int, bool]] = {  # sample shape, batch, classifier

@@ -1,6 +1,6 @@
 """ONNX Runtime backend benchmarks, run by hand: ``python benchmarks/bench_ort.py``.
 
-1. ``Engine.run`` overhead (runio's checks) vs a raw ``session.run`` on the
+1. ``Engine.run`` overhead (backends.feeding's checks) vs a raw ``session.run`` on the
    same session: example MobileNetV2, batch 8, same process, alternating
    runs; target: ratio of medians <= 1.05.
 2. Cache hit (read the artifact folder, load the optimized model with
@@ -24,10 +24,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from examples.models import mobilenet_v2, save  # noqa: E402
+from pytest_trt.artifact import BuildResult  # noqa: E402
 from pytest_trt.backends.onnxruntime import OrtBackend, OrtRunner  # noqa: E402
 from pytest_trt.config import BuildConfig, OrtOptions, Profile  # noqa: E402
 from pytest_trt.engine import Engine  # noqa: E402
-from pytest_trt.result import BuildResult  # noqa: E402
 
 TARGET_RATIO = 1.05
 

@@ -27,6 +27,7 @@ from pytest_trt.errors import (
 )
 
 if TYPE_CHECKING:
+    from pytest_trt.artifact import BuildResult, LogEntry
     from pytest_trt.assertions import (
         assert_calibration,
         assert_calibration_coverage,
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
     from pytest_trt.config import BuildConfig, Calibration, OrtOptions, Profile
     from pytest_trt.engine import Engine
     from pytest_trt.golden.dataset import GoldenDataset
-    from pytest_trt.result import BuildResult, LogEntry
 
 __version__ = "0.1.0"
 
@@ -52,7 +52,7 @@ _LAZY = {
     "GoldenDataset": "pytest_trt.golden.dataset",
     **dict.fromkeys(("BuildConfig", "Calibration", "OrtOptions", "Profile"), "pytest_trt.config"),
     "Engine": "pytest_trt.engine",
-    **dict.fromkeys(("BuildResult", "LogEntry"), "pytest_trt.result"),
+    **dict.fromkeys(("BuildResult", "LogEntry"), "pytest_trt.artifact"),
     **dict.fromkeys(("assert_calibration", "assert_calibration_coverage", "assert_dynamic_range", "assert_fused",
                      "assert_int8", "assert_layer_count", "assert_no_fusion", "assert_no_warning",
                      "assert_precision", "assert_warning"), "pytest_trt.assertions"),

@@ -24,9 +24,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from pytest_trt.artifact import ARTIFACT_SCHEMA, ENGINE_FILE, BuildResult
 from pytest_trt.errors import CacheCorrupt, FolderUnusable
 from pytest_trt.fileio import pid_alive, write_bytes_atomic
-from pytest_trt.result import ARTIFACT_SCHEMA, ENGINE_FILE, BuildResult
 
 ENTRY_FILE = "entry.json"
 CACHE_SCHEMA = 1

@@ -148,7 +148,7 @@ def cmd_bundle_show(args: argparse.Namespace) -> int:
 
 
 def cmd_bundle_diff(args: argparse.Namespace) -> int:
-    from pytest_trt.audit.diff import diff_bundles
+    from pytest_trt.audit.bundle_diff import diff_bundles
 
     old, new = _verify(args.old, None), _verify(args.new, None)
     diff = diff_bundles(old, new, mask_tactics=args.mask_tactics)

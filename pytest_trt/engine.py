@@ -14,10 +14,10 @@ from pytest_trt.skipping import not_runnable_message, skip_here
 if TYPE_CHECKING:
     import numpy as np
 
+    from pytest_trt.artifact import BuildResult
     from pytest_trt.backends.base import Backend, Runner
     from pytest_trt.buildlog.record import BuildRecord
     from pytest_trt.config import BuildConfig
-    from pytest_trt.result import BuildResult
     from pytest_trt.timing import BenchmarkResult
 
 
@@ -89,7 +89,7 @@ class Engine:
         cannot execute the engine.
         """
         __tracebackhide__ = True
-        from pytest_trt.runio import run_checked  # numpy: loaded on first run, not with the plugin
+        from pytest_trt.backends.feeding import run_checked  # numpy: loaded on first run, not with the plugin
 
         try:
             runner = self.runner

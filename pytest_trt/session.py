@@ -13,15 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_trt.artifact import format_log
 from pytest_trt.cache import EngineCache, cache_key
 from pytest_trt.errors import BuildFailed, CacheCorrupt, TrtError
-from pytest_trt.result import format_log
 
 if TYPE_CHECKING:
+    from pytest_trt.artifact import BuildResult
     from pytest_trt.backends.base import Backend
     from pytest_trt.config import BuildConfig
     from pytest_trt.engine import Engine
-    from pytest_trt.result import BuildResult
 
 
 class EngineNotBuilt(TrtError):

@@ -39,8 +39,8 @@ from pytest_trt.audit.sign import SIGNATURE, sign_manifest
 from pytest_trt.fileio import write_atomic
 
 if TYPE_CHECKING:
+    from pytest_trt.artifact import BuildResult
     from pytest_trt.buildlog.record import BuildRecord
-    from pytest_trt.result import BuildResult
 
 BUNDLE_SCHEMA = 1
 ENGINE = "engine.plan"

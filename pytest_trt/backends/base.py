@@ -1,7 +1,7 @@
 """The backend protocol, and how ``--trt-backend`` picks one.
 
 A backend turns a :class:`~pytest_trt.config.BuildConfig` into a
-:class:`~pytest_trt.result.BuildResult` (engine bytes plus evidence), reads a
+:class:`~pytest_trt.artifact.BuildResult` (engine bytes plus evidence), reads a
 :class:`~pytest_trt.buildlog.record.BuildRecord` out of it, and, where the
 machine can execute the engine, gives a :class:`Runner`.  Backends import
 their heavy library lazily: loading the plugin imports none of them.
@@ -19,9 +19,9 @@ from pytest_trt.errors import BackendUnavailable
 if TYPE_CHECKING:
     import numpy as np
 
+    from pytest_trt.artifact import BuildResult
     from pytest_trt.buildlog.record import BuildRecord
     from pytest_trt.config import BuildConfig
-    from pytest_trt.result import BuildResult
 
 BACKEND_NAMES = ("tensorrt", "tensorrt-rtx", "onnxruntime")
 #: ``auto`` tries these in order

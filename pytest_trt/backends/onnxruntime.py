@@ -24,11 +24,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_trt.artifact import BuildResult, LogEntry
 from pytest_trt.backends.base import TensorSpec
 from pytest_trt.backends.fdcapture import FdCapture
 from pytest_trt.config import BuildConfig, OrtOptions
 from pytest_trt.errors import BackendUnavailable, BuildFailed, UnsupportedOption
-from pytest_trt.result import BuildResult, LogEntry
 
 if TYPE_CHECKING:
     import numpy as np
@@ -293,7 +293,7 @@ class OrtBackend:
     def record(self, result: BuildResult, config: BuildConfig) -> BuildRecord:
         import onnx
 
-        from pytest_trt.buildlog.onnxruntime import record_from_models
+        from pytest_trt.buildlog.ort_record import record_from_models
         from pytest_trt.calibration.building import attach, built_onnx
 
         data = config.onnx.read_bytes()
@@ -332,7 +332,7 @@ def _explicit(config: BuildConfig) -> BuildConfig:
 
 
 def _parse_log(text: str, wall0: float) -> tuple[tuple[LogEntry, ...], int]:
-    from pytest_trt.buildlog.onnxruntime import parse_ort_log
+    from pytest_trt.buildlog.ort_record import parse_ort_log
 
     return parse_ort_log(text, wall0)
 

@@ -17,6 +17,7 @@ import time
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from pytest_trt.artifact import BuildResult
 from pytest_trt.backends import device as gpu_device
 from pytest_trt.backends.trt_apply import apply_config, check_network_inputs, read_back
 from pytest_trt.backends.trt_features import Features, probe
@@ -25,7 +26,6 @@ from pytest_trt.config import MEMORY_POOLS, BuildConfig
 from pytest_trt.errors import BuildFailed, EngineNotRunnable, UnsupportedOption
 from pytest_trt.fileio import write_bytes_atomic
 from pytest_trt.onnx_limits import unsupported_reason
-from pytest_trt.result import BuildResult
 
 if TYPE_CHECKING:
     from pytest_trt.backends.base import Runner

@@ -21,17 +21,17 @@ if TYPE_CHECKING:
         assert_precision,
         assert_warning,
     )
-    from .diff import RecordDiff, diff_records
     from .layerjson import read_layer_json
     from .parser import parse_entries, parse_lines, parse_result, read_log
     from .record import BuildRecord, FusionEvent, Layer, Memory, Message, Subgraph, TensorInfo
+    from .record_diff import RecordDiff, diff_records
 
 #: public name -> submodule; imported on first use, so that reading a stored record
 #: (``.record``, on every cache hit) does not load the parser, dialect tables and assertions
 _LAZY = {
     **dict.fromkeys(("UnknownNodeError", "assert_fused", "assert_layer_count", "assert_no_fusion",
                      "assert_no_warning", "assert_precision", "assert_warning"), f"{__name__}.assertions"),
-    **dict.fromkeys(("RecordDiff", "diff_records"), f"{__name__}.diff"),
+    **dict.fromkeys(("RecordDiff", "diff_records"), f"{__name__}.record_diff"),
     "read_layer_json": f"{__name__}.layerjson",
     **dict.fromkeys(("parse_entries", "parse_lines", "parse_result", "read_log"), f"{__name__}.parser"),
     **dict.fromkeys(("BuildRecord", "FusionEvent", "Layer", "Memory", "Message", "Subgraph", "TensorInfo"),

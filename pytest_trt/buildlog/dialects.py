@@ -47,7 +47,7 @@ DIALECTS: tuple[Dialect, ...] = (
     Dialect("python-7", r"\[TensorRT\] {sev}: ", "[TensorRT] VERBOSE: Original: 246 layers", words=True),
     # C++ samples logger of TensorRT 5.x .. 7.0 (no timestamp)
     Dialect("samples", r"\[{sev}\] \[TRT\] ", "[I] [TRT] Starting Calibration with batch size 50."),
-    # pytest-trt build.log (one message per ``[SEVERITY] text``, see pytest_trt.result)
+    # pytest-trt build.log (one message per ``[SEVERITY] text``, see pytest_trt.artifact)
     Dialect("build.log", r"\[{sev}\] ", "[VERBOSE] ConvReluFusion: Fusing conv1 with relu1", words=True),
     # polygraphy --verbose 0.47 (TensorRT 8.6.1): severity only
     Dialect("polygraphy", r"\[{sev}\] (?!\[TRT\] )",

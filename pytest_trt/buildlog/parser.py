@@ -22,8 +22,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..artifact import BuildResult, LogEntry, iter_log_lines
 from ..errors import LogParseError
-from ..result import BuildResult, LogEntry, iter_log_lines
 from . import dialects as d
 from .listings import ELI_RE, assign_subgraphs, make_layer, metadata_origins, parse_detailed_line, parse_eli_line
 from .names import OnnxIndex, origins_from_name
@@ -364,7 +364,7 @@ def parse_lines(lines: Iterable[str], *, onnx: Any = None) -> BuildRecord:
 
 
 def parse_entries(entries: Iterable[LogEntry], *, onnx: Any = None) -> BuildRecord:
-    """Parse the messages a live build captured (:class:`pytest_trt.result.LogEntry`)."""
+    """Parse the messages a live build captured (:class:`pytest_trt.artifact.LogEntry`)."""
     return parse_lines(iter_log_lines(entries), onnx=onnx)
 
 

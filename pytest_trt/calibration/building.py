@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from pytest_trt.artifact import BuildResult
     from pytest_trt.buildlog.record import BuildRecord
     from pytest_trt.config import BuildConfig
-    from pytest_trt.result import BuildResult
 
 #: BuildResult.extra keys
 CALIBRATION = "calibration"

@@ -2,7 +2,7 @@
 
 The seed incident's fusion (depthwise conv + ReLU6) showed in the build record
 before any output moved, so a snapshot stores the record and a check diffs it
-with ``pytest_trt.buildlog.diff.diff_records``.  Tactic choices and timings
+with ``pytest_trt.buildlog.record_diff.diff_records``.  Tactic choices and timings
 vary from build to build of the same engine and are masked before storing.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pytest_trt.buildlog.diff import RecordDiff, diff_records
 from pytest_trt.buildlog.record import BuildRecord
+from pytest_trt.buildlog.record_diff import RecordDiff, diff_records
 
 #: per-layer and record-level fields that differ between identical rebuilds
 _VOLATILE_RECORD = {"timings": {}, "total_lines": 0, "unparsed_lines": 0}

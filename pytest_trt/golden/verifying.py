@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pytest_trt.buildlog.diff import RecordDiff
+from pytest_trt.buildlog.record_diff import RecordDiff
 from pytest_trt.compare.render import update_command
 from pytest_trt.compare.thresholds import ThresholdSet
 from pytest_trt.compare.verdict import ProvenanceChange

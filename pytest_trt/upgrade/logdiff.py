@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_trt.buildlog.diff import RecordDiff, diff_records
 from pytest_trt.buildlog.events import fusion_sets, uses_events
 from pytest_trt.buildlog.record import BuildRecord
+from pytest_trt.buildlog.record_diff import RecordDiff, diff_records
 
 
 @dataclass(frozen=True)

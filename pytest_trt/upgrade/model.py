@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_trt.audit.diff import changes
-from pytest_trt.buildlog.diff import RecordDiff, diff_records
+from pytest_trt.audit.bundle_diff import changes
+from pytest_trt.buildlog.record_diff import RecordDiff, diff_records
 from pytest_trt.upgrade.pairing import Pairing, Side
 
 UNCHANGED = "unchanged"

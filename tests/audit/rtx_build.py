@@ -13,7 +13,7 @@ import platform
 import time
 from typing import Any
 
-from pytest_trt.result import BuildResult, LogEntry
+from pytest_trt.artifact import BuildResult, LogEntry
 
 _SEVERITIES = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE")
 _LOGGER: Any = None

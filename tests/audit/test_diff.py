@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pytest_trt.audit.bundle import write_bundle
-from pytest_trt.audit.diff import changes, diff_bundles
+from pytest_trt.audit.bundle_diff import changes, diff_bundles
 from pytest_trt.audit.verify import verify_bundle
 
 

@@ -135,7 +135,7 @@ def test_qdq_model_shows_int8_layers(tmp_path: Path) -> None:
 def test_record_from_models_without_a_log(models: dict[str, Path]) -> None:
     import onnxruntime as ort
 
-    from pytest_trt.buildlog.onnxruntime import record_from_models
+    from pytest_trt.buildlog.ort_record import record_from_models
 
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
@@ -148,7 +148,7 @@ def test_record_from_models_without_a_log(models: dict[str, Path]) -> None:
 
 
 def test_parse_ort_log_lines() -> None:
-    from pytest_trt.buildlog.onnxruntime import parse_ort_log, transformers_fired
+    from pytest_trt.buildlog.ort_record import parse_ort_log, transformers_fired
 
     text = (
         "stray native output\n"
@@ -169,7 +169,7 @@ def test_parse_ort_log_lines() -> None:
 @settings(max_examples=200, deadline=None)
 @given(st.text())
 def test_parse_ort_log_never_crashes(text: str) -> None:
-    from pytest_trt.buildlog.onnxruntime import parse_ort_log
+    from pytest_trt.buildlog.ort_record import parse_ort_log
 
     entries, unparsed = parse_ort_log(text, start=0.0)
     assert unparsed <= len(entries)

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from pytest_trt.artifact import BuildResult
 from pytest_trt.audit.bundle import backend_version as bundle_backend_version
 from pytest_trt.backends.tensorrt import build_result, versions_dict
 from pytest_trt.config import BuildConfig, Profile
 from pytest_trt.golden import provenance
-from pytest_trt.result import BuildResult
 
 TRT_VERSION = "10.13.0.35"  # the string tensorrt.__version__ holds for TensorRT 10.13 GA
 

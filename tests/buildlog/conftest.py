@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from pytest_trt.artifact import LogEntry
 from pytest_trt.buildlog import BuildRecord, parse_entries, read_log
-from pytest_trt.result import LogEntry
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "trt_logs"
 

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pytest_trt.artifact import LogEntry
 from pytest_trt.buildlog import BuildRecord, parse_entries, parse_lines, read_layer_json, read_log
 from pytest_trt.buildlog.dialects import DIALECTS, version_from_tag
 from pytest_trt.buildlog.layerjson import layer_json_record
 from pytest_trt.buildlog.parser import LogParser
 from pytest_trt.errors import LogParseError
-from pytest_trt.result import LogEntry
 
 
 @pytest.mark.parametrize("dialect", DIALECTS, ids=[d.name for d in DIALECTS])
@@ -275,8 +275,8 @@ def test_huge_and_truncated_lines() -> None:
 
 
 def test_parse_result_fills_backend_from_the_build() -> None:
+    from pytest_trt.artifact import BuildResult
     from pytest_trt.buildlog import parse_result
-    from pytest_trt.result import BuildResult
 
     result = BuildResult(
         backend="tensorrt-rtx", engine=b"", config={}, effective_config={}, config_hash="", onnx_sha256="",

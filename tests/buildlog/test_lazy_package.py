@@ -9,7 +9,7 @@ import pytest
 
 import pytest_trt.buildlog as buildlog
 
-FIRST = ("record", "calibration_assertions", "assertions", "parser", "diff", "layerjson", "listings")
+FIRST = ("record", "calibration_assertions", "assertions", "parser", "record_diff", "layerjson", "listings")
 
 
 @pytest.mark.parametrize("first", FIRST)

@@ -13,7 +13,7 @@ NOT_LOADED = ("pytest_trt.buildlog", "pytest_trt.config", "pytest_trt.engine", "
               "pytest_trt.audit.bundle", "pytest_trt.audit.archive", "pytest_trt.audit.pins",
               "pytest_trt.golden.store", "tarfile", "numpy", "h5py", "onnx", "onnxruntime", "tensorrt_rtx",
               # the engine provider and the hook modules' state are made on first use
-              "pytest_trt.session", "pytest_trt.cache", "pytest_trt.result", "pytest_trt.backends",
+              "pytest_trt.session", "pytest_trt.cache", "pytest_trt.artifact", "pytest_trt.backends",
               "pytest_trt.audit.recorder", "pytest_trt.catalog.session", "pytest_trt.devices",
               "pytest_trt.invocation", "pytest_trt.report", "pytest_trt.calibration", "pytest_trt.golden.workflow")
 #: everything a plain ``pytest -q`` run may load of pytest-trt: the hook modules and what their options need

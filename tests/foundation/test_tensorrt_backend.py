@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from pytest_trt import BuildConfig, BuildFailed, ConfigError, Profile, UnsupportedOption
-from pytest_trt.result import BuildResult
+from pytest_trt.artifact import BuildResult
 from tests.conftest import RTX_MM, needs_rtx, needs_trt
 
 pytestmark = needs_rtx

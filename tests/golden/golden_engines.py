@@ -15,10 +15,10 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
+from pytest_trt.artifact import BuildResult
 from pytest_trt.backends.base import TensorSpec
 from pytest_trt.buildlog.record import BuildRecord, Layer
 from pytest_trt.config import BuildConfig
-from pytest_trt.result import BuildResult
 
 FEATURES, CLASSES = 8, 5
 

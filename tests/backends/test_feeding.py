@@ -1,4 +1,4 @@
-"""Engine.run through runio on real ONNX Runtime engines: checks, messages, batching, the reference runner."""
+"""Engine.run through backends.feeding on real ONNX Runtime engines: checks, messages, batching, the reference runner."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 from onnx import TensorProto, helper
 
 from pytest_trt.backends.base import Runner, TensorSpec
+from pytest_trt.backends.feeding import expected_inputs_text, run_checked
 from pytest_trt.config import BuildConfig, OrtOptions, Profile
 from pytest_trt.engine import Engine
 from pytest_trt.errors import BuildFailed, InputMismatch
-from pytest_trt.runio import expected_inputs_text, run_checked
 from tests.conftest import needs_ort
 
 pytestmark = needs_ort

@@ -41,6 +41,7 @@ from datetime import datetime
 
 import onnx
 
+from pytest_trt.artifact import LogEntry
 from pytest_trt.buildlog.ort_graph import (
     QUANTIZED_OPS,
     GraphIndex,
@@ -51,7 +52,6 @@ from pytest_trt.buildlog.ort_graph import (
     resolve_aliases,
 )
 from pytest_trt.buildlog.record import BuildRecord, FusionEvent, Layer, Message, TensorInfo
-from pytest_trt.result import LogEntry
 
 __all__ = ["parse_ort_log", "record_from_models", "transformers_fired"]
 

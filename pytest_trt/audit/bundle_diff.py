@@ -4,7 +4,7 @@ The question this answers is "why do these two engines differ?" (two data
 centers, two toolchain versions): differences in what was asked (config),
 where it was built and run (environment, versions, device), and what the
 builder did (fusions, per-layer precision, tactic and format, memory and
-layer counts, new warnings: :func:`pytest_trt.buildlog.diff.diff_records`).
+layer counts, new warnings: :func:`pytest_trt.buildlog.record_diff.diff_records`).
 
 Left out on purpose: build durations and per-message log times (they differ
 on every build; shown as information only), the ONNX *path* (the model is
@@ -146,9 +146,9 @@ def diff_bundles(old: VerifiedBundle, new: VerifiedBundle, *, mask_tactics: bool
         notes.append("a bundle has no build record; layers were not compared")
     else:
         try:
-            from pytest_trt.buildlog.diff import diff_records
+            from pytest_trt.buildlog.record_diff import diff_records
         except ImportError:
-            notes.append("record diff unavailable: pytest_trt.buildlog.diff is not installed")
+            notes.append("record diff unavailable: pytest_trt.buildlog.record_diff is not installed")
         else:
             record = diff_records(rec_a, rec_b, mask_tactics=mask_tactics)
     # the verifier checked the types; optional keys may be absent or null
