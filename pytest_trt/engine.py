@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_trt.assertions import EngineAssertions
 from pytest_trt.current import in_test
 from pytest_trt.errors import EngineNotRunnable
 from pytest_trt.skipping import not_runnable_message, skip_here
@@ -21,12 +22,14 @@ if TYPE_CHECKING:
     from pytest_trt.timing import BenchmarkResult
 
 
-class Engine:
+class Engine(EngineAssertions):
     """One engine as a test sees it.
 
     ``result`` holds the engine bytes and the build evidence, ``record`` the
     structured facts parsed from it (parsed once, on first use), and ``run``
-    executes it where this machine can.
+    executes it where this machine can.  The ``assert_*`` methods on the record
+    come from :class:`~pytest_trt.assertions.EngineAssertions` (one definition
+    each, in :mod:`pytest_trt.buildlog.assertions`).
     """
 
     def __init__(
@@ -166,74 +169,3 @@ class Engine:
 
         return benchmark(self.run, self.runner, inputs, warmup=warmup, iterations=iterations, min_time=min_time,
                          rounds=rounds, device=self.result.device)
-
-    # -- assertions on the build record --------------------------------
-    def assert_fused(self, *nodes: str) -> None:
-        """All ``nodes`` are implemented by one engine layer."""
-        __tracebackhide__ = True
-        from pytest_trt.buildlog import assertions
-
-        assertions.assert_fused(self.record, *nodes, label=self.label)
-
-    def assert_no_fusion(self, *nodes: str) -> None:
-        """No engine layer implements all of ``nodes``."""
-        __tracebackhide__ = True
-        from pytest_trt.buildlog import assertions
-
-        assertions.assert_no_fusion(self.record, *nodes, label=self.label)
-
-    def assert_precision(self, node: str, dtype: str) -> None:
-        """The layer implementing ONNX node ``node`` runs in ``dtype``."""
-        __tracebackhide__ = True
-        from pytest_trt.buildlog import assertions
-
-        assertions.assert_precision(self.record, node, dtype, label=self.label)
-
-    def assert_layer_count(self, *, min: int | None = None, max: int | None = None) -> None:  # noqa: A002
-        __tracebackhide__ = True
-        from pytest_trt.buildlog import assertions
-
-        assertions.assert_layer_count(self.record, min=min, max=max, label=self.label)
-
-    def assert_warning(self, pattern: str) -> None:
-        __tracebackhide__ = True
-        from pytest_trt.buildlog import assertions
-
-        assertions.assert_warning(self.record, pattern, label=self.label)
-
-    def assert_no_warning(self, pattern: str) -> None:
-        __tracebackhide__ = True
-        from pytest_trt.buildlog import assertions
-
-        assertions.assert_no_warning(self.record, pattern, label=self.label)
-
-    # -- INT8 calibration (definitions in pytest_trt.buildlog.calibration_assertions) ------
-    def assert_calibration(self, algorithm: str) -> None:
-        """Calibrated with ``algorithm`` by every piece of evidence (quantizer or calibrator, cache header, log)."""
-        __tracebackhide__ = True
-        from pytest_trt.buildlog import calibration_assertions
-
-        calibration_assertions.assert_calibration(self.record, algorithm, label=self.label)
-
-    def assert_dynamic_range(self, tensor: str, *, max_abs: float | None = None, min_abs: float | None = None) -> None:
-        """The calibrated amax of ``tensor`` (name or glob) is within ``min_abs`` .. ``max_abs``."""
-        __tracebackhide__ = True
-        from pytest_trt.buildlog import calibration_assertions
-
-        calibration_assertions.assert_dynamic_range(self.record, tensor, max_abs=max_abs, min_abs=min_abs,
-                                                    label=self.label)
-
-    def assert_int8(self, *nodes: str) -> None:
-        """Each ONNX node is implemented by a layer reading or writing INT8."""
-        __tracebackhide__ = True
-        from pytest_trt.buildlog import calibration_assertions
-
-        calibration_assertions.assert_int8(self.record, *nodes, label=self.label)
-
-    def assert_calibration_coverage(self, *, min_per_class: int, classes: Iterable[int] | None = None) -> None:
-        """Each class (default: each calibration label; e.g. ``golden.labels``) has ``min_per_class`` samples."""
-        __tracebackhide__ = True
-        from pytest_trt.buildlog import calibration_assertions
-
-        calibration_assertions.assert_calibration_coverage(self.record, min_per_class=min_per_class, classes=classes,
-                                                           label=self.label)

@@ -1,4 +1,8 @@
-"""Assertions on a :class:`BuildRecord`: pure functions, wired into ``Engine`` by the plugin.
+"""Assertions on a :class:`BuildRecord`: the one definition of each, registered with ``@record_assertion``.
+
+Each function here is the record form (``pytest_trt.buildlog.assert_no_fusion(record, ...)``);
+:mod:`pytest_trt.buildlog.registry` derives the ``Engine`` method and the module-level function
+(``pytest_trt.assert_no_fusion(...)``, the current test's engine) from it.
 
 Node names match exactly, by glob (``block1/*``, any of ``*?[``) or by regex with a ``re:``
 prefix (``re:block\\d/conv_dw``, full match).  A name that matches no ONNX node the record
@@ -12,11 +16,15 @@ import difflib
 import fnmatch
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .events import event_groups, uses_events
 from .listings import canonical_dtype
 from .record import BuildRecord, Layer
+from .registry import Subject, record_assertion, subject_label
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 MAX_LAYERS_SHOWN = 8
 
@@ -116,9 +124,11 @@ def _need_two(nodes: Sequence[str], what: str) -> None:
         raise TypeError(f"{what} needs at least two node names, got {list(nodes)}")
 
 
-def assert_fused(record: BuildRecord, *nodes: str, label: str = "engine") -> None:
+@record_assertion
+def assert_fused(record: BuildRecord, *nodes: str, **on: Unpack[Subject]) -> None:
     """All ``nodes`` are implemented by one engine layer (each pattern matched by one of its origins)."""
     __tracebackhide__ = True
+    label = subject_label(on)
     _need_two(nodes, "assert_fused")
     groups = [resolve_nodes(record, n, label=label) for n in nodes]
     events = uses_events(record)
@@ -135,9 +145,11 @@ def assert_fused(record: BuildRecord, *nodes: str, label: str = "engine") -> Non
     )
 
 
-def assert_no_fusion(record: BuildRecord, *nodes: str, label: str = "engine") -> None:
+@record_assertion
+def assert_no_fusion(record: BuildRecord, *nodes: str, **on: Unpack[Subject]) -> None:
     """No engine layer implements all of ``nodes`` together."""
     __tracebackhide__ = True
+    label = subject_label(on)
     _need_two(nodes, "assert_no_fusion")
     groups = [resolve_nodes(record, n, label=label) for n in nodes]
     if uses_events(record):
@@ -157,12 +169,14 @@ def assert_no_fusion(record: BuildRecord, *nodes: str, label: str = "engine") ->
     )
 
 
-def assert_precision(record: BuildRecord, node: str, dtype: str, *, label: str = "engine") -> None:
+@record_assertion
+def assert_precision(record: BuildRecord, node: str, dtype: str, **on: Unpack[Subject]) -> None:
     """Every compute layer implementing ``node`` outputs ``dtype``.
 
     ``dtype`` in any usual spelling: "fp16"/"half"/"Half", "fp32"/"float", "bf16", "int8", "fp8" ...
     """
     __tracebackhide__ = True
+    label = subject_label(on)
     want = canonical_dtype(dtype)
     if want is None:
         raise ValueError(f"unknown dtype {dtype!r}; use one of fp32/float, fp16/half, bf16, int8, fp8, int32, int64")
@@ -185,10 +199,12 @@ def assert_precision(record: BuildRecord, node: str, dtype: str, *, label: str =
     )
 
 
-def assert_layer_count(record: BuildRecord, min: int | None = None, max: int | None = None, *,  # noqa: A002
-                       label: str = "engine") -> None:
+@record_assertion
+def assert_layer_count(record: BuildRecord, min: int | None = None, max: int | None = None,  # noqa: A002
+                       **on: Unpack[Subject]) -> None:
     """The engine has between ``min`` and ``max`` layers (inclusive; both optional)."""
     __tracebackhide__ = True
+    label = subject_label(on)
     n = len(record.layers)
     if (min is None or n >= min) and (max is None or n <= max):
         return
@@ -209,9 +225,11 @@ def _warning_hits(record: BuildRecord, pattern: str) -> list[str]:
     return [m.text for m in record.warnings if pattern in m.text]
 
 
-def assert_warning(record: BuildRecord, pattern: str, *, label: str = "engine") -> None:
+@record_assertion
+def assert_warning(record: BuildRecord, pattern: str, **on: Unpack[Subject]) -> None:
     """Some builder WARNING contains ``pattern`` (substring; ``re:`` prefix for a regex search)."""
     __tracebackhide__ = True
+    label = subject_label(on)
     if _warning_hits(record, pattern):
         return
     shown = [f"  {m.text.splitlines()[0][:200]}" for m in record.warnings[:10]]
@@ -225,9 +243,11 @@ def assert_warning(record: BuildRecord, pattern: str, *, label: str = "engine") 
     )
 
 
-def assert_no_warning(record: BuildRecord, pattern: str, *, label: str = "engine") -> None:
+@record_assertion
+def assert_no_warning(record: BuildRecord, pattern: str, **on: Unpack[Subject]) -> None:
     """No builder WARNING contains ``pattern`` (substring; ``re:`` prefix for a regex search)."""
     __tracebackhide__ = True
+    label = subject_label(on)
     hits = _warning_hits(record, pattern)
     if not hits:
         return

@@ -1,4 +1,4 @@
-"""Calibration assertions on a :class:`BuildRecord`: the one definition ``Engine`` and the module functions use.
+"""Calibration assertions on a :class:`BuildRecord`: one definition each (``@record_assertion``), see :mod:`.registry`.
 
 Evidence comes from two places: ``record.quantization`` (what pytest-trt's
 quantizer or calibrator did: algorithm, cache header, ranges, class counts)
@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .assertions import _describe, _layers_with, resolve_nodes
 from .calibcache import HEADER_ALGORITHMS, algorithm_of_header
 from .record import BuildRecord
+from .registry import Subject, record_assertion, subject_label
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 MAX_SHOWN = 10
 
@@ -48,9 +52,11 @@ def calibration_evidence(record: BuildRecord) -> list[tuple[str, str, str | None
     return out
 
 
-def assert_calibration(record: BuildRecord, algorithm: str, *, label: str = "engine") -> None:
+@record_assertion
+def assert_calibration(record: BuildRecord, algorithm: str, **on: Unpack[Subject]) -> None:
     """The build was calibrated with ``algorithm``, by every piece of evidence, which must all agree."""
     __tracebackhide__ = True
+    label = subject_label(on)
     want = _algorithm(algorithm)
     evidence = calibration_evidence(record)
     shown = "\n".join(f"  {src}: {said!r} -> {alg or 'unknown algorithm'}" for src, said, alg in evidence)
@@ -83,15 +89,17 @@ def _ranges(record: BuildRecord, label: str) -> Mapping[str, Any]:
     return dict(ranges)
 
 
+@record_assertion
 def assert_dynamic_range(
     record: BuildRecord, tensor: str, *, max_abs: float | None = None, min_abs: float | None = None,
-    label: str = "engine",
+    **on: Unpack[Subject],
 ) -> None:
     """The calibrated range of ``tensor`` (name or glob) has amax = max(|low|, |high|) within the bounds.
 
     A layer the log reports with "dynamic range out of bound" fails too.
     """
     __tracebackhide__ = True
+    label = subject_label(on)
     bad_layers = [n for n in record.calibration_facts.out_of_bound_layers if fnmatch.fnmatchcase(n, tensor)
                   or tensor in n]
     if bad_layers:
@@ -125,9 +133,11 @@ def _int8(layer: Any) -> bool:
     return any(t.dtype == "Int8" for t in (*layer.inputs, *layer.outputs)) or layer.precision == "Int8"
 
 
-def assert_int8(record: BuildRecord, *nodes: str, label: str = "engine") -> None:
+@record_assertion
+def assert_int8(record: BuildRecord, *nodes: str, **on: Unpack[Subject]) -> None:
     """Each ONNX node (name, glob or ``re:``) is implemented by a compute layer reading or writing INT8."""
     __tracebackhide__ = True
+    label = subject_label(on)
     if not nodes:
         raise TypeError("assert_int8 needs at least one node name")
     failures = []
@@ -144,8 +154,9 @@ def assert_int8(record: BuildRecord, *nodes: str, label: str = "engine") -> None
             "record.calibration_facts.missing_scales and the Q/DQ placement.")
 
 
+@record_assertion
 def assert_calibration_coverage(
-    record: BuildRecord, *, min_per_class: int, classes: Iterable[int] | None = None, label: str = "engine"
+    record: BuildRecord, *, min_per_class: int, classes: Iterable[int] | None = None, **on: Unpack[Subject]
 ) -> None:
     """Each class has at least ``min_per_class`` calibration samples.
 
@@ -153,6 +164,7 @@ def assert_calibration_coverage(
     seen in the calibration labels).
     """
     __tracebackhide__ = True
+    label = subject_label(on)
     counts_raw = record.quantization.get("class_counts")
     if not counts_raw:
         raise AssertionError(
