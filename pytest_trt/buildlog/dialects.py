@@ -68,11 +68,17 @@ _ALL = {False: "([VIWEF])", True: "(VERBOSE|INFO|WARNING|ERROR|INTERNAL_ERROR)"}
 _QUIET = {False: "[VI]", True: "(?:VERBOSE|INFO)"}
 
 
+#: One timestamp, ASCII digits only: what the scanner skips must be a subset of what :data:`PREFIX_RE` reads
+#: as a quiet prefix; a line it does not skip (a doubled or non-ASCII timestamp) goes to the parser as before.
+_DATE_SCAN = r"\[[0-9][0-9]/[0-9][0-9]/[0-9]{4}-[0-9][0-9]:[0-9][0-9]:[0-9][0-9]\] "
+
+
 def prefix_alternatives(*, quiet: bool = False) -> str:
-    """All dialects as one alternation; ``quiet`` keeps only VERBOSE and INFO lines.
+    """All dialects as one alternation; ``quiet`` keeps only VERBOSE and INFO lines (for the scanner).
 
     Each alternative of the full form holds exactly one group (the severity, or an empty one),
-    so ``m.group(m.lastindex)`` is the severity code.
+    so ``m.group(m.lastindex)`` is the severity code.  The quiet form matches a subset of the full
+    form's VERBOSE/INFO prefixes (one ASCII timestamp), which is all the scanner may skip.
     """
     parts, dated = [], []
     for d in DIALECTS:
@@ -83,8 +89,83 @@ def prefix_alternatives(*, quiet: bool = False) -> str:
             continue
         parts.append(f"(?:{body})" if "{sev}" in d.pattern or quiet else f"(?:{body}())")
     if dated:
-        parts.insert(0, f"(?:{_DATE}(?:{'|'.join(dated)}))")
+        parts.insert(0, f"(?:{_DATE_SCAN}(?:{'|'.join(dated)}))")
     return "|".join(parts)
+
+
+def top_level_alternatives(pattern: str) -> list[str]:
+    """``pattern`` split at its top-level ``|`` (not inside a group, a class or after a backslash)."""
+    out: list[str] = []
+    depth, start, i = 0, 0, 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":  # a class: skip to its closing bracket ("]" first in the class is literal)
+            i += 2 if pattern.startswith("[^", i) else 1
+            i += 1 if pattern.startswith("]", i) else 0
+            while pattern[i] != "]":
+                i += 2 if pattern[i] == "\\" else 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            out.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    out.append(pattern[start:])
+    return out
+
+
+def _closing(pattern: str, start: int) -> int:
+    """Index of the ``)`` closing the group opened at ``pattern[start]``."""
+    depth, i = 0, start
+    while True:
+        c = pattern[i]
+        if c == "\\":
+            i += 1
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+
+
+def literal_first(alternative: str) -> list[str]:
+    """``alternative`` as branches that each start with a literal or a class, matching the same lines.
+
+    The regex engine rejects such a branch on its first character without entering it; a leading
+    group or optional part (``(?:A|B)C``, ``(?:X)?Y``, ``[..]*Y``) would be entered on every line.
+    """
+    for optional, required in (("(?:[A-Za-z0-9]+: )?", "[A-Za-z0-9]+: "), ("[ \\t]*", "[ \\t]+")):
+        if alternative.startswith(optional):
+            rest = alternative[len(optional):]
+            return [*literal_first(rest), required + rest]
+    if alternative.startswith("(?:"):
+        end = _closing(alternative, 0)
+        rest = alternative[end + 1:]
+        if not rest[:1] or rest[:1] not in "?*+{":
+            return [b for sub in top_level_alternatives(alternative[3:end]) for b in literal_first(sub + rest)]
+    return [alternative]
+
+
+def by_first_character(branches: list[str]) -> str:
+    """One alternation of ``branches`` with those that start with the same literal character merged
+    (``F(?:using |oreignNode)``): a line is then rejected after one test per distinct first character."""
+    groups: dict[str, list[str]] = {}
+    rest: list[str] = []
+    for branch in branches:
+        n = 2 if branch.startswith("\\") and branch[1:2] in "[](){}.|*+?^$\\" else 1
+        if branch[:1] in "[(.^$\\" and n == 1:
+            rest.append(branch)  # a class, a group, an escape like \d: kept whole
+            continue
+        groups.setdefault(branch[:n], []).append(branch[n:])
+    merged = [first + (tails[0] if len(tails) == 1 else f"(?:{'|'.join(tails)})") for first, tails in groups.items()]
+    return "|".join(merged + rest)
 
 
 PREFIX_RE = re.compile(prefix_alternatives())
@@ -185,8 +266,12 @@ INTERESTING: tuple[tuple[str, str], ...] = (
     ("result", r"(?:PASSED|FAILED) \| "),
     ("detailed", r"Name: "),
 )
-_ANY_INTERESTING = "|".join(f"(?:{pattern})" for _, pattern in INTERESTING)
 INTEREST_RE = re.compile("|".join(f"(?:{pattern})(?P<{tag}>)" for tag, pattern in INTERESTING), re.M)
+#: The same language as INTEREST_RE as one alternation whose branches each start with a distinct literal
+#: (or a class): the scanner tests it on every VERBOSE/INFO line
+_ANY_INTERESTING = by_first_character([branch for _, pattern in INTERESTING
+                                       for alternative in top_level_alternatives(pattern)
+                                       for branch in literal_first(alternative)])
 #: For the chunk scanner: every line except those it may skip, a VERBOSE/INFO prefix followed by nothing
 #: interesting.  The dialects exclude each other, so a quiet prefix match means the line's real prefix.
 SCAN_RE = re.compile(

@@ -84,33 +84,38 @@ class LogParser:
         where >90% of the lines are tactic timings.
         """
         scan = _SCAN.finditer
-        # ``carry`` starts with the newline that ends the previous block's last line, so every line
-        # of ``text`` has a literal "\n" in front (the regex engine finds it at C speed) without
-        # copying the block again; the block is scanned in place up to ``cut`` (endpos)
-        carry = "\n"
+        # Each chunk is scanned in place (no copy): the regex engine finds every line's leading "\n" at
+        # C speed from the chunk's first newline to its last.  The line cut by the chunk's start (the
+        # previous chunk's tail plus this chunk's head) is scanned on its own.
+        pending: list[str] = []  # the start of a line whose newline is not read yet
         while True:
             chunk = f.read(chunk_chars)
-            text = carry + chunk
             if not chunk:
-                if len(text) > 1:
-                    self._scan(scan, text, len(text))
+                if pending and any(pending):
+                    tail = "\n" + "".join(pending)
+                    self._scan(scan, tail, 0, len(tail))
                 return
-            cut = text.rfind("\n")
-            if cut <= 0:  # one line longer than a chunk: keep reading
-                carry = text
+            first = chunk.find("\n")
+            if first < 0:  # one line longer than a chunk: keep reading
+                pending.append(chunk)
                 continue
-            self._scan(scan, text, cut)
-            carry = text[cut:]
+            head = "\n" + "".join(pending) + chunk[:first]
+            self._scan(scan, head, 0, len(head))
+            last = chunk.rfind("\n")
+            if last > first:
+                self._scan(scan, chunk, first, last)
+            pending = [chunk[last + 1:]]
 
-    def _scan(self, scan: Any, text: str, end: int) -> None:
-        # ``text[:end]`` is "\n" followed by whole lines without the last newline
-        self.total += text.count("\n", 0, end)
-        expected = 0
+    def _scan(self, scan: Any, text: str, start: int, end: int) -> None:
+        # ``text[start:end]`` is "\n" followed by whole lines, without the last one's newline
+        self.total += text.count("\n", start, end)
+        expected = start
         one = self._line
-        for m in scan(text, 0, end):
+        crlf = text.find("\r", start, end) >= 0  # only a text stream without newline translation has them
+        for m in scan(text, start, end):
             if m.start() != expected and self.block is not None:
                 self.block = None  # skipped lines were prefixed messages: any block ended there
-            one(m.group(1).rstrip("\r"))
+            one(m.group(1).rstrip("\r") if crlf else m.group(1))
             expected = m.end()
         if expected != end:
             self.block = None

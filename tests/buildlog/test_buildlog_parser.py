@@ -265,6 +265,39 @@ def test_chunk_scanner_equals_line_by_line_on_any_text(lines: list[str], chunk: 
     assert parser.finish() == parse_lines(io.StringIO(text))
 
 
+#: line starts the chunk scanner decides on: prefixes it may skip, near misses it must not, and message heads
+_SCAN_PREFIXES = st.sampled_from([
+    "[09/10/2023-12:56:26] [V] [TRT] ", "[09/10/2023-12:56:26] [I] ", "[09/10/2023-12:56:26] [I] [TRT] ",
+    "[04/20/2024-08:48:21] [TRT] [V] ", "[01/29/2022-15:09:28] [01/29/2022-15:09:28] [V] [TRT] ",
+    "[\u0660\u0669/10/2023-12:56:26] [V] [TRT] ", "[9/10/2023-12:56:26] [V] [TRT] ", "[09/10/2023-12:56:26] [W] [TRT] ",
+    "[09/10/2023-12:56:26] [V] [TRT]", "[TensorRT] VERBOSE: ", "[I] [TRT] ", "[VERBOSE] ", "[INFO] ", "[V] ",
+    "[V] [TRT] ", "INFO: [TRT]: ", "[TRT]    ", "[TRT]   ", "", " ", "\t",
+])
+_SCAN_HEADS = st.sampled_from([
+    "Fusing ", "ConvReluFusion: Fusing ", "conv9: Fusing ", "Tactic: 0x0 Time: 0.1", "Tactic: Fusing ", ": Fusing ",
+    "Merging layers: ", "Removing ", "Original: 12 layers", "After vertical fusions: 7 layers", "After x: 7 layer",
+    "ForeignNode {ForeignNode[a...b]} metadata:", "Total Activation Memory: 5", "Max Scratch Memory: 3",
+    "[MemUsageStats] Peak memory usage of TRT CPU/GPU memory allocators: CPU 1 MiB, GPU 2 MiB", "  Calibration ",
+    "\tWriting Calibration Cache", "Reading Calibration Cache", "Engine generation completed in 1.5 seconds",
+    "Graph construction completed in 1 seconds", "TensorRT version: 8.6.1", "Loaded engine", "Precision: FP32",
+    "Engine Layer Information:", "Engine Layer Information: ", "Layers:", "I/O Tensors:", "Layer(Conv): a, Tactic: 1, "
+    "x -> y", "PASSED | Runtime: 1s", "FAILED |", "Name: conv1, LayerType: kgen", "Name: ", "Engine Metadata:",
+    "Searching for input: x", "Registering layer: y", "Calibration", "Layer", "Engine",
+])
+_SCAN_LINE = st.builds(lambda p, h, t: p + h + t, _SCAN_PREFIXES, _SCAN_HEADS,
+                       st.sampled_from(["", " ", "x", " with relu1", " 7 layers"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_SCAN_LINE, _SCAN_HEADS), max_size=40), st.integers(1, 200))
+def test_chunk_scanner_skips_only_lines_the_parser_ignores(lines: list[str], chunk: int) -> None:
+    """Every line the scanner skips is one the line-by-line parser reads as a quiet prefix and nothing else."""
+    text = "\n".join(lines)
+    parser = LogParser()
+    parser.feed_file(io.StringIO(text), chunk_chars=chunk)
+    assert parser.finish().to_dict() == parse_lines(lines).to_dict()
+
+
 def test_huge_and_truncated_lines() -> None:
     big = "[V] [TRT] Layers:\nName: " + "x" * 2_000_000 + ", LayerType: kgen, Inputs: [ { Name: a, Dimensions: [1"
     record = parse_lines(big.split("\n"))
