@@ -55,7 +55,7 @@ def small_build(folder: Path):  # type: ignore[no-untyped-def]
 
 
 def write_bundles(result, folder: Path, n: int) -> list[Path]:  # type: ignore[no-untyped-def]
-    from pytest_trt.buildlog.parser import parse_entries
+    from pytest_trt.buildlog.readers import parse_entries
 
     record = parse_entries(result.log) if result.backend != "onnxruntime" else None
     env = capture_environment(backend=result.backend, rootdir=None)

@@ -35,7 +35,7 @@ LOGS = (  # complete trtexec VERBOSE logs of four TensorRT generations, plus Ten
 _CHILD = r"""
 import json, resource, sys, time, tracemalloc
 sys.path.insert(0, sys.argv[2])
-from pytest_trt.buildlog.parser import read_log
+from pytest_trt.buildlog.readers import read_log
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 tracemalloc.start()
 t0 = time.perf_counter()

@@ -69,7 +69,7 @@ def main() -> None:
     from pytest_trt.audit.bundle import write_bundle
     from pytest_trt.audit.environment import capture_environment
     from pytest_trt.audit.verify import verify_bundle
-    from pytest_trt.buildlog.parser import parse_entries
+    from pytest_trt.buildlog.readers import parse_entries
     from tests.audit.rtx_build import build_rtx
 
     before = _old_verifier(args.before)

@@ -28,7 +28,7 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         pytest.skip("tensorrt_rtx is not installed")
     from pytest_trt.audit.bundle import write_bundle
     from pytest_trt.audit.environment import capture_environment
-    from pytest_trt.buildlog.parser import parse_entries
+    from pytest_trt.buildlog.readers import parse_entries
     from tests.audit.rtx_build import build_mobilenet
 
     env = capture_environment(backend="tensorrt-rtx", rootdir=None)

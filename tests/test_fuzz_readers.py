@@ -21,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pytest_trt.buildlog.calibcache import parse_calibration_cache, read_calibration_cache
-from pytest_trt.buildlog.layerjson import layer_json_record, read_layer_json
+from pytest_trt.buildlog.readers import layer_json_record, read_layer_json
 from pytest_trt.errors import GoldenError, LogParseError
 from tests.fuzz import fuzz_settings
 
@@ -126,7 +126,7 @@ def test_fuzz_onnx_index_raises_only_log_parse_error(scratch: Path, data: bytes)
 @fuzz_settings
 @given(st.one_of(st.binary(max_size=300), st.text(max_size=200).map(lambda t: t.encode("utf-16"))))
 def test_fuzz_log_files_are_refused_or_parsed(scratch: Path, data: bytes) -> None:
-    from pytest_trt.buildlog.parser import read_log
+    from pytest_trt.buildlog.readers import read_log
     from pytest_trt.buildlog.sniff import check_log_file
 
     path = scratch / "build.log"

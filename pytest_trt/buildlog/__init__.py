@@ -21,8 +21,7 @@ if TYPE_CHECKING:
         assert_precision,
         assert_warning,
     )
-    from .layerjson import read_layer_json
-    from .parser import parse_entries, parse_lines, parse_result, read_log
+    from .readers import parse_entries, parse_lines, parse_result, read_layer_json, read_log
     from .record import BuildRecord, FusionEvent, Layer, Memory, Message, Subgraph, TensorInfo
     from .record_diff import RecordDiff, diff_records
 
@@ -32,8 +31,8 @@ _LAZY = {
     **dict.fromkeys(("UnknownNodeError", "assert_fused", "assert_layer_count", "assert_no_fusion",
                      "assert_no_warning", "assert_precision", "assert_warning"), f"{__name__}.assertions"),
     **dict.fromkeys(("RecordDiff", "diff_records"), f"{__name__}.record_diff"),
-    "read_layer_json": f"{__name__}.layerjson",
-    **dict.fromkeys(("parse_entries", "parse_lines", "parse_result", "read_log"), f"{__name__}.parser"),
+    **dict.fromkeys(("parse_entries", "parse_lines", "parse_result", "read_layer_json", "read_log"),
+                    f"{__name__}.readers"),
     **dict.fromkeys(("BuildRecord", "FusionEvent", "Layer", "Memory", "Message", "Subgraph", "TensorInfo"),
                     f"{__name__}.record"),
 }

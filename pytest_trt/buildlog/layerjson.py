@@ -16,12 +16,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import LogParseError
 from .listings import assign_subgraphs, json_tensor, make_layer
 from .names import OnnxIndex
-from .record import BuildRecord, Layer
+from .parts import Layer
+
+if TYPE_CHECKING:
+    from .record import BuildRecord
 
 
 def _binding_names(doc: Mapping[str, Any]) -> tuple[str, ...]:
@@ -56,8 +59,12 @@ def _layer(obj: Any, onnx: OnnxIndex | None) -> tuple[Layer, bool] | None:
     )
 
 
-def layer_json_record(doc: Any, *, onnx: Any = None) -> BuildRecord:
-    """A record from an already-loaded layer-JSON document; entries it cannot read are counted as unparsed."""
+def layer_json_record(doc: Any, *, onnx: Any = None, record_type: type[BuildRecord]) -> BuildRecord:
+    """A record from an already-loaded layer-JSON document; entries it cannot read are counted as unparsed.
+
+    ``record_type`` is ``BuildRecord`` (the record module imports this one, for ``BuildRecord.from_layer_json``);
+    :func:`pytest_trt.buildlog.readers.layer_json_record` passes it.
+    """
     index = OnnxIndex.load(onnx) if onnx is not None else None
     layers_raw = doc.get("Layers", ()) if isinstance(doc, Mapping) else ()
     if not isinstance(layers_raw, list):
@@ -65,7 +72,7 @@ def layer_json_record(doc: Any, *, onnx: Any = None) -> BuildRecord:
     built = [_layer(obj, index) for obj in layers_raw]
     good = [b for b in built if b is not None]
     layers = assign_subgraphs([b[0] for b in good], {})
-    return BuildRecord(
+    return record_type(
         source="layer-json",
         layers=tuple(layers),
         origins_exact=all(b[1] for b in good),
@@ -75,16 +82,15 @@ def layer_json_record(doc: Any, *, onnx: Any = None) -> BuildRecord:
     )
 
 
-def read_layer_json(path: str | Path, *, onnx: Any = None) -> BuildRecord:
-    """Read a layer-information JSON file into a :class:`BuildRecord` (``source="layer-json"``).
+def load_layer_json(path: str | Path) -> Any:
+    """The JSON document of a layer-information file.
 
     A missing, unreadable or non-JSON file raises :class:`~pytest_trt.errors.LogParseError` naming the path.
     """
     p = Path(path)
     try:
-        doc = json.loads(p.read_text(encoding="utf-8", errors="replace"))
+        return json.loads(p.read_text(encoding="utf-8", errors="replace"))
     except OSError as e:
         raise LogParseError(f"cannot read layer JSON {p}: {e.strerror or e}", path=str(p)) from e
     except ValueError as e:
         raise LogParseError(f"{p} is not JSON: {e}", path=str(p)) from e
-    return layer_json_record(doc, onnx=onnx)

@@ -17,7 +17,7 @@ from typing import Any
 
 from .dialects import ONNX_LAYER_RE
 from .names import OnnxIndex, origins_from_name
-from .record import Layer, TensorInfo
+from .parts import Layer, TensorInfo
 
 _DTYPE_WORDS = {
     "float": "Float", "fp32": "Float", "float32": "Float",

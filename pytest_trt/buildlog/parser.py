@@ -18,16 +18,18 @@ Information:``, a warning's further lines).  Everything else is counted in
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from ..artifact import BuildResult, LogEntry, iter_log_lines
 from ..errors import LogParseError
 from . import dialects as d
 from .listings import ELI_RE, assign_subgraphs, make_layer, metadata_origins, parse_detailed_line, parse_eli_line
 from .names import OnnxIndex, origins_from_name
-from .record import BuildRecord, FusionEvent, Layer, Memory, Message, Subgraph
+from .parts import FusionEvent, Layer, Memory, Message, Subgraph
+from .sniff import log_encoding
+
+if TYPE_CHECKING:
+    from .record import BuildRecord
 
 _INTEREST = d.INTEREST_RE
 _PREFIX = d.PREFIX_RE.match
@@ -38,7 +40,8 @@ _PROBLEM_CODES = frozenset(("W", "E", "F", "WARNING", "ERROR", "INTERNAL_ERROR")
 
 
 class LogParser:
-    """Feed lines with :meth:`feed_all`, then take the record with :meth:`finish`."""
+    """Feed lines with :meth:`feed_all`, :meth:`feed_file` or :meth:`feed_path`, then take the record with
+    :meth:`finish` (``BuildRecord.from_log`` and :mod:`.readers` do both)."""
 
     def __init__(self, *, onnx: Any = None, source: str = "tensorrt-log") -> None:
         self.onnx = OnnxIndex.load(onnx) if onnx is not None else None
@@ -105,6 +108,20 @@ class LogParser:
             if last > first:
                 self._scan(scan, chunk, first, last)
             pending = [chunk[last + 1:]]
+
+    def feed_path(self, path: str | Path) -> None:
+        """Read a log file with :meth:`feed_file`.
+
+        Bytes that are not UTF-8 are replaced, CRLF and CR line ends are accepted; UTF-16 and UTF-32 logs
+        with a byte-order mark (and UTF-16 without one) are decoded as such.  A missing or
+        unreadable file raises :class:`~pytest_trt.errors.LogParseError` naming the path.
+        """
+        p = Path(path)
+        try:
+            with open(p, encoding=log_encoding(p), errors="replace", newline=None) as f:
+                self.feed_file(f)
+        except OSError as e:
+            raise LogParseError(f"cannot read build log {p}: {e.strerror or e}", path=str(p)) from e
 
     def _scan(self, scan: Any, text: str, start: int, end: int) -> None:
         # ``text[start:end]`` is "\n" followed by whole lines, without the last one's newline
@@ -329,10 +346,12 @@ class LogParser:
         layers = tuple(assign_subgraphs([b[0] for b in built], self.subgraphs))
         return layers, all(b[1] for b in built)
 
-    def finish(self) -> BuildRecord:
+    def finish(self, record_type: type[BuildRecord]) -> BuildRecord:
+        """The record of everything fed so far.  ``record_type`` is ``BuildRecord``, passed in because the
+        record module imports this one (for ``BuildRecord.from_log``), never the other way round."""
         layers, exact = self._layers()
         version = self.version[1] if self.version else None
-        return BuildRecord(
+        return record_type(
             source=self.source,
             layers=layers,
             subgraphs=tuple(Subgraph(n, o) for n, o in self.subgraphs.items()),
@@ -356,46 +375,3 @@ class LogParser:
             engine_size_mib=self.facts.get("engine_size_mib"),
         )
 
-
-def parse_lines(lines: Iterable[str], *, onnx: Any = None) -> BuildRecord:
-    """Parse log lines (with or without newlines) of any dialect into a :class:`BuildRecord`.
-
-    Streaming and constant-memory in the number of lines. ``onnx`` (path, ``ModelProto`` or
-    :class:`OnnxIndex`) lets ``{ForeignNode[a...b]}`` expand to every ONNX node from a to b.
-    """
-    parser = LogParser(onnx=onnx)
-    parser.feed_all(lines)
-    return parser.finish()
-
-
-def parse_entries(entries: Iterable[LogEntry], *, onnx: Any = None) -> BuildRecord:
-    """Parse the messages a live build captured (:class:`pytest_trt.artifact.LogEntry`)."""
-    return parse_lines(iter_log_lines(entries), onnx=onnx)
-
-
-def parse_result(result: BuildResult, *, onnx: Any = None) -> BuildRecord:
-    """Parse a live build's log and fill in what the log itself does not state.
-
-    TensorRT-RTX logs name neither the library nor its version; the :class:`BuildResult` knows both.
-    """
-    record = parse_entries(result.log, onnx=onnx)
-    return replace(record, backend=result.backend, backend_version=result.backend_version or record.backend_version)
-
-
-def read_log(path: str | Path, onnx: Any = None) -> BuildRecord:
-    """Parse a log file: trtexec/polygraphy/python output or a pytest-trt ``build.log``.
-
-    Bytes that are not UTF-8 are replaced, CRLF and CR line ends are accepted; UTF-16 and UTF-32 logs
-    with a byte-order mark (and UTF-16 without one) are decoded as such.  A missing or
-    unreadable file raises :class:`~pytest_trt.errors.LogParseError` naming the path.
-    """
-    from .sniff import log_encoding
-
-    p = Path(path)
-    parser = LogParser(onnx=onnx)
-    try:
-        with open(p, encoding=log_encoding(p), errors="replace", newline=None) as f:
-            parser.feed_file(f)
-    except OSError as e:
-        raise LogParseError(f"cannot read build log {p}: {e.strerror or e}", path=str(p)) from e
-    return parser.finish()

@@ -37,7 +37,7 @@ def mnv2_batch64() -> Any:
 
 @pytest.fixture(scope="session")
 def record_of() -> Any:
-    from pytest_trt.buildlog.parser import parse_entries
+    from pytest_trt.buildlog.readers import parse_entries
 
     return lambda result: parse_entries(result.log)
 

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from pytest_trt.artifact import LogEntry
 from pytest_trt.buildlog import BuildRecord, parse_entries, parse_lines, read_layer_json, read_log
 from pytest_trt.buildlog.dialects import DIALECTS, version_from_tag
-from pytest_trt.buildlog.layerjson import layer_json_record
 from pytest_trt.buildlog.parser import LogParser
+from pytest_trt.buildlog.readers import layer_json_record
 from pytest_trt.errors import LogParseError
 
 
@@ -253,7 +253,7 @@ def test_chunk_scanner_equals_line_by_line(corpus: Path, name: str) -> None:
     parser = LogParser()
     with open(corpus / name, encoding="utf-8", errors="replace") as f:
         parser.feed_file(f, chunk_chars=4099)  # small chunks: many lines cross a chunk boundary
-    assert parser.finish() == by_line == read_log(corpus / name)
+    assert parser.finish(BuildRecord) == by_line == read_log(corpus / name)
 
 
 @settings(max_examples=200, deadline=None)
@@ -262,7 +262,7 @@ def test_chunk_scanner_equals_line_by_line_on_any_text(lines: list[str], chunk: 
     text = "\n".join(lines)
     parser = LogParser()
     parser.feed_file(io.StringIO(text), chunk_chars=chunk)
-    assert parser.finish() == parse_lines(io.StringIO(text))
+    assert parser.finish(BuildRecord) == parse_lines(io.StringIO(text))
 
 
 #: line starts the chunk scanner decides on: prefixes it may skip, near misses it must not, and message heads
@@ -295,7 +295,7 @@ def test_chunk_scanner_skips_only_lines_the_parser_ignores(lines: list[str], chu
     text = "\n".join(lines)
     parser = LogParser()
     parser.feed_file(io.StringIO(text), chunk_chars=chunk)
-    assert parser.finish().to_dict() == parse_lines(lines).to_dict()
+    assert parser.finish(BuildRecord).to_dict() == parse_lines(lines).to_dict()
 
 
 def test_huge_and_truncated_lines() -> None:

@@ -58,7 +58,7 @@ BundleWriter = Callable[..., Path]
 def write(environment: dict[str, Any]) -> BundleWriter:
     """``write(result, folder, golden=..., version=..., calibration=False, name=...)`` -> bundle path."""
     from pytest_trt.audit.bundle import write_bundle
-    from pytest_trt.buildlog.parser import parse_entries
+    from pytest_trt.buildlog.readers import parse_entries
 
     records: dict[int, Any] = {}
 
