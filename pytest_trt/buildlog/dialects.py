@@ -278,6 +278,11 @@ SCAN_RE = re.compile(
     f"\n(?!(?:{prefix_alternatives(quiet=True)})(?!{_ANY_INTERESTING}))([^\n]*)", re.M
 )
 
+#: SCAN_RE for UTF-8 bytes (``LogParser.feed_binary``): the same quiet prefixes (ASCII), and interest tests
+#: widened so that they still hold every line SCAN_RE keeps: in a bytes pattern ``\d`` would only match ASCII
+#: digits, so each becomes "any character but a newline".
+SCAN_BYTES_RE = re.compile(SCAN_RE.pattern.replace("\\d", "[^\\n]").encode("ascii"), re.M)
+
 #: Headers whose unprefixed continuation lines we read; value: the block name.
 BLOCK_HEADERS: dict[str, str] = {
     "Engine Layer Information:": "eli",  # 8.0 .. 10.x, non-detailed listing

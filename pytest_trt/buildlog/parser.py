@@ -17,9 +17,9 @@ Information:``, a warning's further lines).  Everything else is counted in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, AnyStr, BinaryIO, TextIO
 
 from ..errors import LogParseError
 from . import dialects as d
@@ -34,9 +34,20 @@ if TYPE_CHECKING:
 _INTEREST = d.INTEREST_RE
 _PREFIX = d.PREFIX_RE.match
 _SCAN = d.SCAN_RE
+_SCAN_BYTES = d.SCAN_BYTES_RE
 _SEV = d.SEVERITY_NAMES
 #: severity codes of every dialect that make a line a warning or an error
 _PROBLEM_CODES = frozenset(("W", "E", "F", "WARNING", "ERROR", "INTERNAL_ERROR"))
+
+
+def _universal_newlines(f: BinaryIO, chunk_bytes: int) -> Iterator[bytes]:
+    """``f`` in chunks with CRLF and CR turned into LF (a CR that ends a chunk waits for the next byte)."""
+    while chunk := f.read(chunk_bytes):
+        if b"\r" in chunk:
+            if chunk.endswith(b"\r"):
+                chunk += f.read(1)
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        yield chunk
 
 
 class LogParser:
@@ -86,31 +97,40 @@ class LogParser:
         Equivalent to :meth:`feed_all` over the file's lines, several times faster on VERBOSE logs,
         where >90% of the lines are tactic timings.
         """
-        scan = _SCAN.finditer
-        # Each chunk is scanned in place (no copy): the regex engine finds every line's leading "\n" at
+        self._feed_chunks(iter(lambda: f.read(chunk_chars), ""), "\n", self._scan_text)
+
+    def feed_binary(self, f: BinaryIO, chunk_bytes: int = 1 << 20) -> None:
+        """Read an open UTF-8 file in binary chunks: :meth:`feed_file` without decoding the skipped lines.
+
+        The same lines as ``io.TextIOWrapper(f, "utf-8", errors="replace", newline=None)`` gives: CRLF and
+        CR end lines, bytes that are not UTF-8 are replaced (a line is decoded on its own, which gives the
+        same text since "\n" never belongs to a multi-byte sequence).
+        """
+        self._feed_chunks(_universal_newlines(f, chunk_bytes), b"\n", self._scan_bytes)
+
+    def _feed_chunks(self, chunks: Iterable[AnyStr], newline: AnyStr, scan: Callable[[AnyStr, int, int], None]) -> None:
+        # Each chunk is scanned in place (no copy): the regex engine finds every line's leading newline at
         # C speed from the chunk's first newline to its last.  The line cut by the chunk's start (the
         # previous chunk's tail plus this chunk's head) is scanned on its own.
-        pending: list[str] = []  # the start of a line whose newline is not read yet
-        while True:
-            chunk = f.read(chunk_chars)
-            if not chunk:
-                if pending and any(pending):
-                    tail = "\n" + "".join(pending)
-                    self._scan(scan, tail, 0, len(tail))
-                return
-            first = chunk.find("\n")
+        empty = newline[:0]
+        pending: list[AnyStr] = []  # the start of a line whose newline is not read yet
+        for chunk in chunks:
+            first = chunk.find(newline)
             if first < 0:  # one line longer than a chunk: keep reading
                 pending.append(chunk)
                 continue
-            head = "\n" + "".join(pending) + chunk[:first]
-            self._scan(scan, head, 0, len(head))
-            last = chunk.rfind("\n")
+            head = newline + empty.join(pending) + chunk[:first]
+            scan(head, 0, len(head))
+            last = chunk.rfind(newline)
             if last > first:
-                self._scan(scan, chunk, first, last)
+                scan(chunk, first, last)
             pending = [chunk[last + 1:]]
+        if any(pending):
+            tail = newline + empty.join(pending)
+            scan(tail, 0, len(tail))
 
     def feed_path(self, path: str | Path) -> None:
-        """Read a log file with :meth:`feed_file`.
+        """Read a log file: UTF-8 ones with :meth:`feed_binary`, others (a byte-order mark, UTF-16) decoded.
 
         Bytes that are not UTF-8 are replaced, CRLF and CR line ends are accepted; UTF-16 and UTF-32 logs
         with a byte-order mark (and UTF-16 without one) are decoded as such.  A missing or
@@ -118,21 +138,39 @@ class LogParser:
         """
         p = Path(path)
         try:
-            with open(p, encoding=log_encoding(p), errors="replace", newline=None) as f:
-                self.feed_file(f)
+            encoding = log_encoding(p)
+            if encoding == "utf-8":
+                with open(p, "rb") as b:
+                    self.feed_binary(b)
+            else:
+                with open(p, encoding=encoding, errors="replace", newline=None) as f:
+                    self.feed_file(f)
         except OSError as e:
             raise LogParseError(f"cannot read build log {p}: {e.strerror or e}", path=str(p)) from e
 
-    def _scan(self, scan: Any, text: str, start: int, end: int) -> None:
+    def _scan_text(self, text: str, start: int, end: int) -> None:
         # ``text[start:end]`` is "\n" followed by whole lines, without the last one's newline
         self.total += text.count("\n", start, end)
         expected = start
         one = self._line
         crlf = text.find("\r", start, end) >= 0  # only a text stream without newline translation has them
-        for m in scan(text, start, end):
+        for m in _SCAN.finditer(text, start, end):
             if m.start() != expected and self.block is not None:
                 self.block = None  # skipped lines were prefixed messages: any block ended there
             one(m.group(1).rstrip("\r") if crlf else m.group(1))
+            expected = m.end()
+        if expected != end:
+            self.block = None
+
+    def _scan_bytes(self, data: bytes, start: int, end: int) -> None:
+        # as _scan_text; only the lines the scanner keeps are decoded
+        self.total += data.count(b"\n", start, end)
+        expected = start
+        one = self._line
+        for m in _SCAN_BYTES.finditer(data, start, end):
+            if m.start() != expected and self.block is not None:
+                self.block = None
+            one(m.group(1).decode("utf-8", "replace"))
             expected = m.end()
         if expected != end:
             self.block = None

@@ -298,6 +298,36 @@ def test_chunk_scanner_skips_only_lines_the_parser_ignores(lines: list[str], chu
     assert parser.finish(BuildRecord).to_dict() == parse_lines(lines).to_dict()
 
 
+_BYTES_PIECES = st.sampled_from([b"\n", b"\r\n", b"\r", b"\xff", b"\xe2\x82", "\u0663".encode(), "\u00e9".encode(), b" ",
+                                 b"7 layers"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_SCAN_LINE.map(str.encode), _BYTES_PIECES), max_size=60), st.integers(1, 200))
+def test_binary_scanner_equals_decoded_lines(pieces: list[bytes], chunk: int) -> None:
+    """feed_binary (UTF-8 bytes, only kept lines decoded) reads what the decoded text stream gives line by line:
+    CR and CRLF line ends (also split across chunks), invalid UTF-8, non-ASCII digits."""
+    data = b"".join(pieces)
+    parser = LogParser()
+    parser.feed_binary(io.BytesIO(data), chunk_bytes=chunk)
+    text = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace", newline=None)
+    assert parser.finish(BuildRecord).to_dict() == parse_lines(text).to_dict()
+
+
+def test_binary_scanner_keeps_lines_with_non_ascii_digits() -> None:
+    """``\\d`` matches any decimal digit in text; the bytes scanner must not skip what the text parser reads."""
+    data = "[09/10/2023-12:56:26] [V] [TRT] After vertical fusions: \u0663\u0664 layers\n".encode()
+    parser = LogParser()
+    parser.feed_binary(io.BytesIO(data))
+    assert parser.finish(BuildRecord).layer_counts == (("After vertical fusions", 34),)
+
+
+def test_binary_scanner_pattern_has_no_class_escapes_that_differ_for_bytes() -> None:
+    from pytest_trt.buildlog.dialects import SCAN_BYTES_RE
+
+    assert not any(e in SCAN_BYTES_RE.pattern for e in (rb"\d", rb"\w", rb"\s", rb"\b", rb"\D", rb"\W", rb"\S"))
+
+
 def test_huge_and_truncated_lines() -> None:
     big = "[V] [TRT] Layers:\nName: " + "x" * 2_000_000 + ", LayerType: kgen, Inputs: [ { Name: a, Dimensions: [1"
     record = parse_lines(big.split("\n"))
