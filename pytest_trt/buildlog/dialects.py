@@ -273,9 +273,11 @@ _ANY_INTERESTING = by_first_character([branch for _, pattern in INTERESTING
                                        for alternative in top_level_alternatives(pattern)
                                        for branch in literal_first(alternative)])
 #: For the chunk scanner: every line except those it may skip, a VERBOSE/INFO prefix followed by nothing
-#: interesting.  The dialects exclude each other, so a quiet prefix match means the line's real prefix.
+#: interesting.  The dialects exclude each other, so a quiet prefix match means the line's real prefix:
+#: group 1 is that prefix when a kept line has one (its message is interesting), else empty; group 2 the rest.
 SCAN_RE = re.compile(
-    f"\n(?!(?:{prefix_alternatives(quiet=True)})(?!{_ANY_INTERESTING}))([^\n]*)", re.M
+    f"\n(?!(?:{prefix_alternatives(quiet=True)})(?!{_ANY_INTERESTING}))((?:{prefix_alternatives(quiet=True)})?)"
+    "([^\n]*)", re.M
 )
 
 #: SCAN_RE for UTF-8 bytes (``LogParser.feed_binary``): the same quiet prefixes (ASCII), and interest tests

@@ -153,11 +153,18 @@ class LogParser:
         self.total += text.count("\n", start, end)
         expected = start
         one = self._line
+        quiet = self._quiet
         crlf = text.find("\r", start, end) >= 0  # only a text stream without newline translation has them
         for m in _SCAN.finditer(text, start, end):
             if m.start() != expected and self.block is not None:
                 self.block = None  # skipped lines were prefixed messages: any block ended there
-            one(m.group(1).rstrip("\r") if crlf else m.group(1))
+            prefix, rest = m.group(1, 2)
+            if crlf:
+                rest = rest.rstrip("\r")
+            if prefix:
+                quiet(rest)
+            else:
+                one(rest)
             expected = m.end()
         if expected != end:
             self.block = None
@@ -167,10 +174,15 @@ class LogParser:
         self.total += data.count(b"\n", start, end)
         expected = start
         one = self._line
+        quiet = self._quiet
         for m in _SCAN_BYTES.finditer(data, start, end):
             if m.start() != expected and self.block is not None:
                 self.block = None
-            one(m.group(1).decode("utf-8", "replace"))
+            prefix, rest = m.group(1, 2)
+            if prefix:
+                quiet(rest.decode("utf-8", "replace"))
+            else:
+                one(rest.decode("utf-8", "replace"))
             expected = m.end()
         if expected != end:
             self.block = None
@@ -193,6 +205,15 @@ class LogParser:
         h = _INTEREST.match(line, start)
         if h is not None and h.lastgroup is not None:
             self._handlers[h.lastgroup](line[start:])
+
+    def _quiet(self, message: str) -> None:
+        """:meth:`_line` for a line the scanner found a VERBOSE/INFO prefix on (the dialects exclude each
+        other, so it is the prefix :data:`dialects.PREFIX_RE` finds): only its message is read."""
+        if self.block is not None:
+            self.block = None
+        h = _INTEREST.match(message)
+        if h is not None and h.lastgroup is not None:
+            self._handlers[h.lastgroup](message)
 
     def _continuation(self, line: str) -> bool:
         block = self.block
