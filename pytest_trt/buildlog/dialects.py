@@ -143,8 +143,8 @@ def literal_first(alternative: str) -> list[str]:
     """
     for optional, required in (("(?:[A-Za-z0-9]+: )?", "[A-Za-z0-9]+: "), ("[ \\t]*", "[ \\t]+")):
         if alternative.startswith(optional):
-            rest = literal_first(alternative[len(optional):])
-            return [*rest, f"{required}(?:{by_first_character(rest)})"]
+            tails = literal_first(alternative[len(optional):])
+            return [*tails, f"{required}(?:{by_first_character(tails)})"]
     if alternative.startswith("(?:"):
         end = _closing(alternative, 0)
         rest = alternative[end + 1:]
