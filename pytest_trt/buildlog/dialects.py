@@ -170,6 +170,22 @@ def by_first_character(branches: list[str]) -> str:
 
 PREFIX_RE = re.compile(prefix_alternatives())
 
+
+def prefix_first_characters() -> frozenset[str]:
+    """Every character a line with a known prefix can start with (a line starting otherwise has none)."""
+    out: set[str] = set()
+    for d in DIALECTS:
+        if d.pattern.startswith("{sev}"):
+            out |= {name[0] for name in SEVERITY_NAMES if (len(name) > 1) == d.words}
+        elif d.pattern.startswith((_DATE, "\\[")):
+            out.add("[")
+        else:
+            raise ValueError(f"dialect {d.name}: add the characters its prefix can start with")
+    return frozenset(out)
+
+
+PREFIX_FIRST = prefix_first_characters()
+
 # -- message shapes (applied to the text after the prefix) --------------------------------------
 
 #: Fusion lines.  7.x bare ``Fusing A with B`` and ``Fusing convolution weights from A with scale B``;

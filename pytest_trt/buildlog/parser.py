@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 _INTEREST = d.INTEREST_RE
 _PREFIX = d.PREFIX_RE.match
+_PREFIX_FIRST = d.PREFIX_FIRST
 _SCAN = d.SCAN_RE
 _SCAN_BYTES = d.SCAN_BYTES_RE
 _SEV = d.SEVERITY_NAMES
@@ -188,8 +189,8 @@ class LogParser:
             self.block = None
 
     def _line(self, line: str) -> None:
-        m = _PREFIX(line)
-        if m is None and line.endswith("]"):
+        m = _PREFIX(line) if line[:1] in _PREFIX_FIRST else None
+        if m is None and line.endswith("]") and line[:1] in _PREFIX_FIRST:
             m = _PREFIX(line + " ")  # an empty message loses its trailing space: "[04/25/2026-00:54:25] [I]"
         if m is None:
             if not self._continuation(line):

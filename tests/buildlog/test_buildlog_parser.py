@@ -328,6 +328,17 @@ def test_binary_scanner_pattern_has_no_class_escapes_that_differ_for_bytes() -> 
     assert not any(e in SCAN_BYTES_RE.pattern for e in (rb"\d", rb"\w", rb"\s", rb"\b", rb"\D", rb"\W", rb"\S"))
 
 
+@settings(max_examples=300, deadline=None)
+@given(_LINE)
+def test_a_line_starting_outside_prefix_first_has_no_prefix(line: str) -> None:
+    """The parser skips the prefix regex for lines whose first character no dialect starts with."""
+    from pytest_trt.buildlog.dialects import PREFIX_FIRST, PREFIX_RE
+
+    if PREFIX_RE.match(line) or PREFIX_RE.match(line + " "):
+        assert line[:1] in PREFIX_FIRST
+    assert all(d.example[:1] in PREFIX_FIRST for d in DIALECTS)
+
+
 def test_huge_and_truncated_lines() -> None:
     big = "[V] [TRT] Layers:\nName: " + "x" * 2_000_000 + ", LayerType: kgen, Inputs: [ { Name: a, Dimensions: [1"
     record = parse_lines(big.split("\n"))
