@@ -3,8 +3,9 @@
 ``parse_lines`` / ``parse_entries`` / ``read_log`` read logs of TensorRT 7 to 10 and
 TensorRT-RTX (dialects in :mod:`.dialects`), ``read_layer_json`` reads
 ``--exportLayerInfo`` / IEngineInspector JSON; all produce a :class:`BuildRecord`.
-:mod:`.assertions` checks fusions, precisions and warnings on a record and
-:func:`diff_records` says what changed between two.
+:mod:`.assertions` checks fusions, precisions and warnings on a record (each assertion defined
+once, ``@record_assertion`` in :mod:`.registry`, which also gives the ``Engine`` methods and the
+module-level functions of ``pytest_trt``) and :func:`diff_records` says what changed between two.
 """
 
 from __future__ import annotations

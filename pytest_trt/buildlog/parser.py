@@ -3,10 +3,16 @@
 One pass, one line at a time, nothing kept per line: memory stays bounded by the
 facts (the last layer listing, fusion events, warnings), not by the log size.
 
-Two loops share one per-line reader: :meth:`LogParser.feed_all` takes any iterable of
-lines; :meth:`LogParser.feed_file` (used by :func:`read_log`) reads 1 MiB chunks and lets
-``dialects.SCAN_RE`` skip, inside the regex engine, the VERBOSE/INFO lines whose message
-cannot matter (tactic timings are >90% of a VERBOSE log) - several times faster, same record.
+Loops share one per-line reader: :meth:`LogParser.feed_all` takes any iterable of lines
+(the straightforward path, used by ``parse_lines``); :meth:`LogParser.feed_file` (text) and
+:meth:`LogParser.feed_binary` (UTF-8 bytes, used by ``BuildRecord.from_log`` / ``read_log``)
+read 1 MiB chunks and let ``dialects.SCAN_RE`` / ``SCAN_BYTES_RE`` skip, inside the regex
+engine, the VERBOSE/INFO lines whose message cannot matter (tactic timings are >90% of a
+VERBOSE log); the bytes path decodes only the lines it keeps.  Several times faster, same
+record (tests/buildlog/test_buildlog_parser.py compares the paths on the corpus and fuzzed text).
+
+The parser builds the record's parts (:mod:`.parts`) and takes the record type from its caller
+(:meth:`LogParser.finish`), so that the record module may use it without an import cycle.
 
 A line is *understood* when it carries a known prefix (``dialects.DIALECTS``;
 its message is evidence even when no fact is taken from it, e.g. tactic
