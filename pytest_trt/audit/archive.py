@@ -20,6 +20,8 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_trt.errors import UnsafeMember
+
 #: mtime of every member: the epoch, so no writer's clock leaks into the bytes
 FIXED_MTIME = 0
 MEMBER_MODE = 0o644
@@ -27,15 +29,6 @@ MEMBER_MODE = 0o644
 #: the MobileNetV2 bundle 9 % smaller for twice the time, level 9 1 % smaller again for 4x
 GZIP_LEVEL = 1
 _MEMBER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
-class UnsafeMember(ValueError):
-    """A tar member that is not a flat regular file; ``member`` names it."""
-
-    def __init__(self, member: str, why: str) -> None:
-        super().__init__(f"{member!r}: {why}")
-        self.member = member
-        self.why = why
 
 
 def gzip_bytes(data: bytes) -> bytes:

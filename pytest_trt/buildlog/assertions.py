@@ -14,20 +14,12 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from ..errors import UnknownNodeError
 from .events import event_groups, uses_events
 from .listings import canonical_dtype
 from .record import BuildRecord, Layer
 
 MAX_LAYERS_SHOWN = 8
-
-
-class UnknownNodeError(AssertionError):
-    """A node name (or pattern) matches no ONNX node of the record."""
-
-    def __init__(self, message: str, *, name: str, candidates: Sequence[str]) -> None:
-        super().__init__(message)
-        self.name = name
-        self.candidates = tuple(candidates)
 
 
 def _match(known: tuple[str, ...], pattern: str) -> tuple[str, tuple[str, ...]]:

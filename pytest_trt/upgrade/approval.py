@@ -6,9 +6,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-
-class ReportReferenceError(ValueError):
-    """The report file given to the approval cannot be read."""
+from pytest_trt.errors import ReportReferenceError
 
 
 def report_reference(path: str | Path) -> dict[str, Any]:
