@@ -19,16 +19,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import h5py
-from filelock import FileLock, Timeout
 
-from pytest_trt.errors import GoldenError
-from pytest_trt.fileio import pid_alive
+from pytest_trt.errors import GoldenError, LockTimeout
+from pytest_trt.fileio import LOCK_TIMEOUT_S, acquire_lock, fsync_path, pid_alive
 from pytest_trt.golden import store
 
 #: seconds to sleep after the temp file is complete and before it replaces the
 #: original; lets a test kill -9 the writer at the worst moment
 PAUSE_ENV = "PYTEST_TRT_GOLDEN_PAUSE_BEFORE_REPLACE"
-LOCK_TIMEOUT_S = 600.0
 
 
 def lock_path(path: Path) -> Path:
@@ -37,17 +35,6 @@ def lock_path(path: Path) -> Path:
 
 def _temp_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.tmp-{os.getpid()}")
-
-
-def _fsync(path: Path) -> None:
-    """fsync a file, or a folder so that a rename in it reaches the disk (else a power cut can undo it)."""
-    if path.is_dir() and os.name != "posix":
-        return
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _remove_stale_temps(path: Path) -> None:
@@ -61,25 +48,19 @@ def _remove_stale_temps(path: Path) -> None:
             other.unlink(missing_ok=True)
 
 
-
 @contextmanager
 def locked(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
-    """Hold the per-file lock of ``path`` (raises GoldenError naming the lock on timeout)."""
-    lock = FileLock(str(lock_path(path)), timeout=timeout)
+    """Hold the per-file lock of ``path`` (raises GoldenError naming the golden and its lock on timeout)."""
     try:
-        lock.acquire()
-    except Timeout:
-        raise GoldenError(
-            f"could not lock {path} within {timeout:.0f} s: another process is updating it; "
-            f"if none is, remove {lock_path(path)}",
-            path=str(path),
-        ) from None
+        held = acquire_lock(lock_path(path), what=f"golden file {path}", timeout=timeout)
+    except LockTimeout as exc:
+        raise GoldenError(exc.message, path=str(path), lock_file=str(exc.lock_file)) from None
     except OSError as exc:
         raise store.folder_error(path.parent, exc) from None
     try:
         yield
     finally:
-        lock.release()
+        held.release()
 
 
 @contextmanager
@@ -112,13 +93,13 @@ def update(path: str | Path, *, timeout: float = LOCK_TIMEOUT_S) -> Iterator[h5p
                 yield f
             finally:
                 f.close()
-            _fsync(tmp)
+            fsync_path(tmp)
             pause = float(os.environ.get(PAUSE_ENV, "0") or 0)
             if pause > 0:
                 print(f"pytest-trt: {tmp} complete, pausing {pause:g} s before replacing {path}",
                       file=sys.stderr, flush=True)
                 time.sleep(pause)
             os.replace(tmp, path)
-            _fsync(path.parent)
+            fsync_path(path.parent)
         finally:
             tmp.unlink(missing_ok=True)
