@@ -52,8 +52,8 @@ def _emit(args: argparse.Namespace, doc: Any, lines: Sequence[str]) -> None:
 
 def _verify(path: Path, public_key: Path | None) -> Any:
     """verify_bundle, with file problems turned into :class:`CommandInputError`."""
-    from pytest_trt.audit.sign import KeyFileError, SigningUnavailable
     from pytest_trt.audit.verify import verify_bundle
+    from pytest_trt.errors import KeyFileError, SigningUnavailable
 
     try:
         return verify_bundle(path, public_key=public_key)

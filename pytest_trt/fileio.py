@@ -26,11 +26,13 @@ from pytest_trt.errors import LockTimeout
 LOCK_TIMEOUT_S = 3600.0
 
 
-def write_atomic(path: Path, writer: Callable[[io.BufferedWriter], None], *, mode: int = 0o644) -> None:
+def write_atomic(path: Path, writer: Callable[[io.BufferedWriter], None], *, mode: int = 0o644,
+                 fsync: bool = True) -> None:
     """Write ``path`` through a temporary file in the same folder (fsynced), then ``os.replace``.
 
     Also safe when several pytest-xdist workers write the same path: the last
-    complete file wins and nobody sees a torn one.
+    complete file wins and nobody sees a torn one.  ``fsync=False`` for files that
+    only cache facts and are checked when read (a power cut may leave them torn).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -38,7 +40,8 @@ def write_atomic(path: Path, writer: Callable[[io.BufferedWriter], None], *, mod
         with os.fdopen(fd, "wb") as fh:
             writer(fh)
             fh.flush()
-            os.fsync(fh.fileno())
+            if fsync:
+                os.fsync(fh.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
@@ -49,22 +52,23 @@ def write_atomic(path: Path, writer: Callable[[io.BufferedWriter], None], *, mod
         raise
 
 
-def write_bytes_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+def write_bytes_atomic(path: Path, data: bytes, *, mode: int = 0o644, fsync: bool = True) -> None:
     def write(fh: io.BufferedWriter) -> None:
         fh.write(data)
 
-    write_atomic(path, write, mode=mode)
+    write_atomic(path, write, mode=mode, fsync=fsync)
 
 
-def write_text_atomic(path: Path, text: str, *, mode: int = 0o644) -> None:
+def write_text_atomic(path: Path, text: str, *, mode: int = 0o644, fsync: bool = True) -> None:
     """``text`` as UTF-8, atomically."""
-    write_bytes_atomic(path, text.encode("utf-8"), mode=mode)
+    write_bytes_atomic(path, text.encode("utf-8"), mode=mode, fsync=fsync)
 
 
-def write_json_atomic(path: Path, data: Any, *, indent: int | None = None, mode: int = 0o644) -> None:
+def write_json_atomic(path: Path, data: Any, *, indent: int | None = None, mode: int = 0o644,
+                      fsync: bool = True) -> None:
     """``data`` as JSON with sorted keys and a final newline, atomically."""
     text = json.dumps(data, indent=indent, sort_keys=True, separators=None if indent else (",", ":"))
-    write_text_atomic(path, text + "\n", mode=mode)
+    write_text_atomic(path, text + "\n", mode=mode, fsync=fsync)
 
 
 def replace_directory(target: Path, fill: Callable[[Path], None], *, staging: Path | None = None) -> None:

@@ -86,7 +86,8 @@ def _check_pins(config: pytest.Config) -> None:
         return
     recorder = recorder_of(config)
     assert recorder is not None  # made by this module's configure
-    from pytest_trt.audit.pins import Pins, PinsError, check_pins
+    from pytest_trt.audit.pins import Pins, check_pins
+    from pytest_trt.errors import PinsError
 
     try:
         pins = Pins.load(pins_path)
@@ -108,7 +109,8 @@ def _check_pins(config: pytest.Config) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     sign_key = _path(config, "trt_sign_key", INI_SIGN_KEY)
     if sign_key is not None:
-        from pytest_trt.audit.sign import KeyFileError, SigningUnavailable, load_private_key
+        from pytest_trt.audit.sign import load_private_key
+        from pytest_trt.errors import KeyFileError, SigningUnavailable
 
         try:
             load_private_key(sign_key)

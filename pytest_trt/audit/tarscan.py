@@ -34,11 +34,10 @@ from pytest_trt.audit.archive import (
     GZIP_LEVEL,
     STORED_MEMBERS,
     SegmentedGzip,
-    UnsafeMember,
     check_member_name,
     member_header,
 )
-from pytest_trt.errors import ArchiveError
+from pytest_trt.errors import ArchiveError, UnsafeMember
 
 BLOCK = tarfile.BLOCKSIZE
 RECORD = tarfile.RECORDSIZE

@@ -41,7 +41,7 @@ def _guard(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Name
     """Catalog problems become one line on stderr and exit code 3, never a traceback."""
 
     def run(args: argparse.Namespace) -> int:
-        from pytest_trt.catalog.schema import CatalogError
+        from pytest_trt.errors import CatalogError
 
         try:
             return func(args)
@@ -56,8 +56,8 @@ def _guard(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Name
 
 
 def _open(args: argparse.Namespace, *, create: bool = False) -> Any:
-    from pytest_trt.catalog.schema import CatalogError
     from pytest_trt.catalog.store import Catalog
+    from pytest_trt.errors import CatalogError
 
     if not create and not args.db.is_file():
         raise CatalogError(f"{args.db}: no catalog here; index bundles first with "
@@ -168,7 +168,8 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 @_guard
 def cmd_push(args: argparse.Namespace) -> int:
-    from pytest_trt.catalog.mlflow_push import MlflowUnavailable, push_row, unpushed
+    from pytest_trt.catalog.mlflow_push import push_row, unpushed
+    from pytest_trt.errors import MlflowUnavailable
 
     with _open(args) as catalog:
         if args.sha:
