@@ -143,27 +143,49 @@ class BundleRecorder:
                 f"{path.name}: written for two configs ({previous[:12]}, {engine.result.config_hash[:12]}) "
                 "with the same name, version, backend and device; give each config its own name or version"
             )
-        path.parent.mkdir(parents=True, exist_ok=True, mode=BUNDLE_DIR_MODE)
-        with locked(path.parent / f".{path.name}.lock", what=f"audit bundle {path}"):
-            merged = {**self._existing_golden(path, engine), **golden}
-            calibration_cache = _calibration_cache(engine)
-            qdq = (engine.result.extra or {}).get(QDQ_SHA256)
-            info = write_bundle(
-                engine.result,
-                self.settings.bundle_dir,
-                record=self._record(engine),
-                environment=self.environment,
-                include_engine=self.settings.include_engine,
-                golden_results=merged or None,
-                calibration_cache=calibration_cache,
-                qdq_model_sha256=str(qdq) if qdq else None,
-                sign_key=self.settings.sign_key,
-                reuse=True,  # an identical bundle (sidecar: same inputs, else same manifest) is not rewritten
-                inputs_sha256=self._inputs_sha256(engine, path, merged, calibration_cache, qdq),
-            )
+        calibration_cache = _calibration_cache(engine)
+        qdq = (engine.result.extra or {}).get(QDQ_SHA256)
+        info = self._unchanged(engine, path, golden, calibration_cache, qdq)  # no lock needed to read
+        if info is None:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=BUNDLE_DIR_MODE)
+            with locked(path.parent / f".{path.name}.lock", what=f"audit bundle {path}"):
+                merged = {**self._existing_golden(path, engine), **golden}
+                info = write_bundle(
+                    engine.result,
+                    self.settings.bundle_dir,
+                    record=self._record(engine),
+                    environment=self.environment,
+                    include_engine=self.settings.include_engine,
+                    golden_results=merged or None,
+                    calibration_cache=calibration_cache,
+                    qdq_model_sha256=str(qdq) if qdq else None,
+                    sign_key=self.settings.sign_key,
+                    reuse=True,  # an identical bundle (sidecar: same inputs, else same manifest) is not rewritten
+                    inputs_sha256=self._inputs_sha256(engine, path, merged, calibration_cache, qdq),
+                )
         self.written[key] = info
         self._bundled_tests[key] = set(golden)
         return info
+
+    def _unchanged(self, engine: Engine, path: Path, golden: dict[str, Any], calibration_cache: bytes | None,
+                   qdq: object) -> BundleInfo | None:
+        """The bundle on disk when its sidecar shows it made from exactly these inputs (the cache-hit path).
+
+        Read without the bundle's lock: a bundle is replaced by rename before its sidecar, and a sidecar
+        that does not describe the file on disk is ignored, so a racing writer only sends us to the locked path.
+        """
+        from pytest_trt.audit import sidecar
+        from pytest_trt.audit.bundle import BundleInfo, backend_version
+
+        state = sidecar.read_state(path)
+        if state is None or state.inputs_sha256 is None or state.engine_sha256 != engine.result.engine_sha256:
+            return None
+        merged = {**(state.golden or {}), **golden}
+        if self._inputs_sha256(engine, path, merged, calibration_cache, qdq) != state.inputs_sha256:
+            return None
+        result = engine.result
+        return BundleInfo(path=path, sha256=state.sha256, size=state.size, config_hash=result.config_hash,
+                          engine_sha256=result.engine_sha256, backend_version=backend_version(result))
 
     def _inputs_sha256(self, engine: Engine, path: Path, golden: dict[str, Any], calibration_cache: bytes | None,
                        qdq: object) -> str | None:

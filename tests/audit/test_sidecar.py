@@ -98,6 +98,7 @@ def test_cache_hit_keeps_the_bundle_without_building_its_content(tmp_path: Path,
     mtime = os.stat(info.path).st_mtime_ns
     monkeypatch.setattr("pytest_trt.audit.bundle.bundle_members", _no_content)
     monkeypatch.setattr("pytest_trt.audit.verify.verify_bundle", _no_content)
+    monkeypatch.setattr("pytest_trt.fileio.acquire_lock", _no_content)  # reading needs no lock
     again = BundleRecorder(_settings(tmp_path / "b"), _environment=environment).bundle(engine)  # type: ignore[arg-type]
     assert again == info and os.stat(info.path).st_mtime_ns == mtime
 
