@@ -175,10 +175,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def _note_build_failure(item: pytest.Item, exc: BaseException) -> None:
-    """A failed build leaves a note in the bundle folder (pytest_trt.upgrade.failures): "could not build"."""
+    """A failed build leaves a note in the bundle folder (pytest_trt.audit.failures): "could not build"."""
     if type(exc).__name__ not in ("BuildFailed", "UnsupportedOption"):
         return
-    from pytest_trt.upgrade.failures import note_build_failure
+    from pytest_trt.audit.failures import note_build_failure
 
     recorder = recorder_of(item.config)
     if recorder is not None:

@@ -158,7 +158,7 @@ def _approve_report(config: pytest.Config, approve: str | None) -> dict[str, Any
     if not approve:
         raise pytest.UsageError(f"{APPROVE_REPORT_OPTION} goes with {APPROVE_OPTION} \"REASON\" and {UPDATE_OPTION}")
     from pytest_trt.errors import ReportReferenceError
-    from pytest_trt.upgrade.approval import report_reference
+    from pytest_trt.golden.report_reference import report_reference
 
     try:
         return report_reference(Path(config.invocation_params.dir) / str(given))

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_trt.fileio import write_json_atomic
-from pytest_trt.upgrade.pairing import FAILED_SUFFIX
 
+#: the note's file name ends so; ``pytest-trt upgrade-report`` reads such notes as "could not build"
+FAILED_SUFFIX = ".build-failed.json"
 _DISTRIBUTION = {"tensorrt-rtx": "tensorrt-rtx", "tensorrt": "tensorrt", "onnxruntime": "onnxruntime"}
 
 
