@@ -101,6 +101,36 @@ def replace_directory(target: Path, fill: Callable[[Path], None], *, staging: Pa
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+@contextmanager
+def edited_copy(path: Path, *, before_replace: Callable[[Path], None] | None = None) -> Iterator[Path]:
+    """Yield ``.<name>.tmp-<pid>``, a copy of ``path`` to change (none made when ``path`` does not exist).
+
+    On a clean exit the copy is fsynced and renamed over ``path``, then the folder is fsynced;
+    on an exception (or a kill) it is removed and ``path`` is left as it was.  For files with no
+    transactions of their own (HDF5); readers holding the old file keep reading the old inode.
+    Hold ``path``'s lock around it: copies of ``path`` left by any earlier writer, and of other
+    files in the folder by writers no longer running, are deleted first.
+    """
+    for stale in path.parent.glob(f".{path.name}.tmp-*"):
+        stale.unlink(missing_ok=True)
+    for other in path.parent.glob(".*.tmp-*"):
+        pid = other.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not pid_alive(int(pid)):
+            other.unlink(missing_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        if path.exists():
+            shutil.copyfile(path, tmp)
+        yield tmp
+        fsync_path(tmp)
+        if before_replace is not None:
+            before_replace(tmp)
+        os.replace(tmp, path)
+        fsync_path(path.parent)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def pid_alive(pid: int) -> bool:
     """Whether process ``pid`` exists (a temporary file named for a dead writer's pid can be removed)."""
     try:

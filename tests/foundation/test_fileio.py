@@ -140,3 +140,26 @@ def test_sha256_file(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.write_bytes(b"")
     assert sha256_file(empty) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+
+def test_edited_copy_replaces_on_success_only(tmp_path: Path) -> None:
+    from pytest_trt.fileio import edited_copy
+
+    path = tmp_path / "g.h5"
+    path.write_bytes(b"v1")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale_other = tmp_path / f".other.h5.tmp-{int(dead.stdout)}"  # a dead writer's copy of another file
+    stale_other.write_bytes(b"old copy")
+    with pytest.raises(RuntimeError):
+        with edited_copy(path) as tmp:
+            assert tmp.read_bytes() == b"v1" and tmp != path
+            tmp.write_bytes(b"half")
+            raise RuntimeError("writer failed")
+    assert path.read_bytes() == b"v1" and not stale_other.exists()
+    with edited_copy(path) as tmp:
+        tmp.write_bytes(b"v2")
+    assert path.read_bytes() == b"v2" and sorted(p.name for p in tmp_path.iterdir()) == ["g.h5"]
+    with edited_copy(tmp_path / "new.h5") as tmp:
+        assert not tmp.exists()  # nothing to copy: the caller creates it
+        tmp.write_bytes(b"n")
+    assert (tmp_path / "new.h5").read_bytes() == b"n"
