@@ -79,9 +79,6 @@ class BuildResult:
     def log_text(self) -> str:
         return format_log(self.log)
 
-    def log_lines(self) -> Iterator[str]:
-        return iter_log_lines(self.log)
-
     def build_json(self) -> dict[str, Any]:
         return {
             "schema": ARTIFACT_SCHEMA,

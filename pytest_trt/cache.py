@@ -19,14 +19,20 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from pytest_trt.artifact import ARTIFACT_SCHEMA, ENGINE_FILE, BuildResult
 from pytest_trt.errors import CacheCorrupt, FolderUnusable
-from pytest_trt.fileio import pid_alive, write_bytes_atomic
+from pytest_trt.fileio import (
+    LOCK_TIMEOUT_S,
+    HeldLock,
+    acquire_lock,
+    pid_alive,
+    replace_directory,
+    sha256_file,
+    write_bytes_atomic,
+)
 
 ENTRY_FILE = "entry.json"
 CACHE_SCHEMA = 1
@@ -51,14 +57,6 @@ def cache_key(
 
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(1 << 20):
-            h.update(block)
-    return h.hexdigest()
-
-
 class EngineCache:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
@@ -75,26 +73,17 @@ class EngineCache:
                 path=self.root,
             )
 
-    def acquire(self, key: str, timeout: float = 3600.0) -> Any:
+    def acquire(self, key: str, timeout: float = LOCK_TIMEOUT_S) -> HeldLock:
         """Take the exclusive per-key lock across processes (pytest-xdist workers); return it held.
 
         Not thread-local: the thread that writes the entry releases it.  Only writers lock:
         entries appear by rename, so reading needs no lock (a read-only cache serves hits).
+        Raises LockTimeout naming the key and its lock file when another process holds it too long.
         """
-        from filelock import FileLock, Timeout
-
         self.check_folder()
-        lock_dir = self.root / "locks"
+        lock_file = self.root / "locks" / f"{key}.lock"
         try:
-            lock_dir.mkdir(parents=True, exist_ok=True)
-            lock = FileLock(str(lock_dir / f"{key}.lock"), timeout=timeout, thread_local=False)
-            lock.acquire()
-        except Timeout:
-            raise CacheCorrupt(
-                f"engine cache {self.root}: could not lock key {key[:12]} within {timeout:.0f} s "
-                f"(another process is building it); if none is, remove {lock_dir / (key + '.lock')}",
-                path=self.root,
-            ) from None
+            lock = acquire_lock(lock_file, what=f"engine cache key {key[:12]} in {self.root}", timeout=timeout)
         except OSError as exc:
             raise FolderUnusable(
                 f"engine cache {self.root} is not writable ({exc.strerror}: {exc.filename}): building an "
@@ -104,15 +93,6 @@ class EngineCache:
             ) from None
         self.clean_stale()
         return lock
-
-    @contextmanager
-    def lock(self, key: str, timeout: float = 3600.0) -> Iterator[None]:
-        """The per-key lock as a context manager."""
-        held = self.acquire(key, timeout)
-        try:
-            yield
-        finally:
-            held.release()
 
     def load(self, key: str) -> BuildResult | None:
         """The cached result for ``key``; None on a miss. Raises CacheCorrupt on a bad entry."""
@@ -127,7 +107,7 @@ class EngineCache:
             files = dict(entry["files"])
             engine_digest = files.pop(ENGINE_FILE)
             for name, digest in files.items():
-                if _sha256(folder / name) != digest:
+                if sha256_file(folder / name) != digest:
                     raise ValueError(f"{name} does not match its sha256")
             # the engine (14.5 MB for a MobileNetV2) is hashed once, by read(), which keeps the digest
             result = BuildResult.read(folder)
@@ -166,16 +146,6 @@ class EngineCache:
         for old in entries[KEEP_CORRUPT:]:
             shutil.rmtree(old, ignore_errors=True)
 
-    def remove(self, key: str) -> None:
-        """Delete a healthy entry that is being replaced (``--trt-rebuild``): renamed away first, then deleted."""
-        folder = self.entry_dir(key)
-        if not folder.exists():
-            return
-        doomed = self.root / "tmp" / f"{key}.replaced.{os.getpid()}.{uuid.uuid4().hex[:8]}"
-        doomed.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(folder, doomed)
-        shutil.rmtree(doomed, ignore_errors=True)
-
     def clean_stale(self) -> list[Path]:
         """Delete ``tmp/<key>.<pid>.<rand>`` folders whose writer process no longer exists; return them.
 
@@ -195,20 +165,16 @@ class EngineCache:
         return removed
 
     def store(self, key: str, result: BuildResult) -> Path:
-        """Write ``result`` under ``key`` atomically; return the entry folder."""
+        """Write ``result`` under ``key`` atomically (replacing an entry ``--trt-rebuild`` rebuilt); return it."""
         final = self.entry_dir(key)
-        tmp = self.root / "tmp" / f"{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
-        try:
-            files = result.write(tmp)
+
+        def fill(folder: Path) -> None:
+            files = result.write(folder)
             entry = {"key": key, "schema": CACHE_SCHEMA, "created": time.time(), "files": files}
-            (tmp / ENTRY_FILE).write_text(json.dumps(entry, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-            final.parent.mkdir(parents=True, exist_ok=True)
-            if final.exists():
-                self.remove(key)  # a healthy entry replaced by --trt-rebuild: nothing to keep
-            os.replace(tmp, final)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
+            # inside the unpublished folder: a plain write (the rename publishes it; no fsync, see above)
+            (folder / ENTRY_FILE).write_text(json.dumps(entry, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+        replace_directory(final, fill, staging=self.root / "tmp")
         return final
 
     def save_failure(self, name: str, key: str, log_text: str) -> Path:

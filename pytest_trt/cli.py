@@ -33,16 +33,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_trt.errors import CommandInputError
 from pytest_trt.upgrade import cli as upgrade_cli
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_FILE = 3
-
-
-class _FileProblem(Exception):
-    """A file cannot be used; the message is the one line shown to the user."""
 
 
 def _emit(args: argparse.Namespace, doc: Any, lines: Sequence[str]) -> None:
@@ -54,20 +51,20 @@ def _emit(args: argparse.Namespace, doc: Any, lines: Sequence[str]) -> None:
 
 
 def _verify(path: Path, public_key: Path | None) -> Any:
-    """verify_bundle, with file problems turned into :class:`_FileProblem`."""
-    from pytest_trt.audit.sign import KeyFileError, SigningUnavailable
+    """verify_bundle, with file problems turned into :class:`CommandInputError`."""
     from pytest_trt.audit.verify import verify_bundle
+    from pytest_trt.errors import KeyFileError, SigningUnavailable
 
     try:
         return verify_bundle(path, public_key=public_key)
     except FileNotFoundError:
-        raise _FileProblem(f"{path}: no such file") from None
+        raise CommandInputError(f"{path}: no such file") from None
     except IsADirectoryError:
-        raise _FileProblem(f"{path}: is a directory, not a bundle") from None
+        raise CommandInputError(f"{path}: is a directory, not a bundle") from None
     except PermissionError:
-        raise _FileProblem(f"{path}: permission denied") from None
+        raise CommandInputError(f"{path}: permission denied") from None
     except (KeyFileError, SigningUnavailable) as exc:
-        raise _FileProblem(str(exc)) from None
+        raise CommandInputError(str(exc)) from None
 
 
 def cmd_bundle_verify(args: argparse.Namespace) -> int:
@@ -82,7 +79,7 @@ def cmd_bundle_verify(args: argparse.Namespace) -> int:
             row.update(error=exc.message, member=exc.context.get("member"))
             lines.append(f"FAILED  {exc.message}")
             code = max(code, EXIT_FAILED)
-        except _FileProblem as exc:
+        except CommandInputError as exc:
             row["error"] = str(exc)
             lines.append(f"ERROR   {exc}")
             code = max(code, EXIT_FILE)
@@ -163,9 +160,9 @@ def cmd_log_parse(args: argparse.Namespace) -> int:
 
     for p, what in ((args.log, "a build log"), (args.onnx, "an ONNX model")):
         if p is not None and p.is_dir():
-            raise _FileProblem(f"{p}: is a directory, not {what}")
+            raise CommandInputError(f"{p}: is a directory, not {what}")
         if p is not None and not p.is_file():
-            raise _FileProblem(f"{p}: no such file")
+            raise CommandInputError(f"{p}: no such file")
     onnx = None
     try:
         check_log_file(args.log)
@@ -175,11 +172,11 @@ def cmd_log_parse(args: argparse.Namespace) -> int:
             onnx = OnnxIndex.load(args.onnx)
         record = read_log_record(args.log, onnx=onnx)
     except TrtError as exc:
-        raise _FileProblem(exc.message) from None
+        raise CommandInputError(exc.message) from None
     except (OSError, ValueError) as exc:
-        raise _FileProblem(f"{args.log}: cannot be read as a TensorRT build log ({exc})") from None
+        raise CommandInputError(f"{args.log}: cannot be read as a TensorRT build log ({exc})") from None
     if _nothing_understood(record):
-        raise _FileProblem(
+        raise CommandInputError(
             f"{args.log}: not a TensorRT build log: none of its {record.total_lines} lines is TensorRT output "
             "(no layers, messages, fusions, layer counts or versions); give the VERBOSE log of a build"
         )
@@ -202,14 +199,14 @@ def cmd_golden_show(args: argparse.Namespace) -> int:
     from pytest_trt.errors import TrtError
 
     if not args.file.is_file():
-        raise _FileProblem(f"{args.file}: no such file")
+        raise CommandInputError(f"{args.file}: no such file")
     from pytest_trt.golden.show import golden_show, golden_show_json
 
     try:
         data = golden_show_json(args.file) if args.json else None
         text = None if args.json else golden_show(args.file)
     except (TrtError, OSError) as exc:
-        raise _FileProblem(f"{args.file}: {exc}") from None
+        raise CommandInputError(f"{args.file}: {exc}") from None
     _emit(args, data or {}, [(text or "").rstrip("\n")])
     return EXIT_OK
 
@@ -274,7 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BundleIntegrityError as exc:
         print(f"pytest-trt: verification failed: {exc.message}", file=sys.stderr)
         return EXIT_FAILED
-    except (_FileProblem, upgrade_cli.UpgradeInputError) as exc:
+    except CommandInputError as exc:
         print(f"pytest-trt: {exc}", file=sys.stderr)
         return EXIT_FILE
     finally:

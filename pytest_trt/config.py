@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_trt.errors import ConfigError
+from pytest_trt.fileio import sha256_file
 from pytest_trt.units import parse_size
 
 if sys.version_info >= (3, 11):
@@ -347,28 +347,6 @@ def _calibration_from_mapping(data: Mapping[str, Any], base_dir: Path | None) ->
     return result
 
 
-#: sha256 of files already hashed, by (path, size, mtime, ctime, inode): a cache key and a golden
-#: check each need the ONNX file's hash, and a 14 MB model took ~10 ms per hash (issue #14).
-#: ctime changes on every write and cannot be set back by ``os.utime``, so an edited file is rehashed.
-_SHA256_MEMO: dict[tuple[str, int, int, int, int], str] = {}
-
-
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    st = os.stat(path)
-    memo_key = (os.path.abspath(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-    known = _SHA256_MEMO.get(memo_key)
-    if known is not None:
-        return known
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            h.update(block)
-    if len(_SHA256_MEMO) > 4096:  # a session hashes a few models; never grow without bound
-        _SHA256_MEMO.clear()
-    _SHA256_MEMO[memo_key] = digest = h.hexdigest()
-    return digest
-
-
 @dataclass(frozen=True)
 class BuildConfig:
     """One pinned engine build.
@@ -519,7 +497,7 @@ class BuildConfig:
 
     @property
     def onnx_sha256(self) -> str:
-        return sha256_file(self.onnx)
+        return sha256_file(self.onnx, memo=True)  # by path, size, mtime, ctime, inode (issue #14)
 
     @property
     def config_hash(self) -> str:

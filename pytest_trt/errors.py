@@ -8,6 +8,7 @@ attributes; internal bugs are ordinary exceptions.  The pytest layer turns a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -119,3 +120,94 @@ class LogParseError(TrtError):
 
 class AssertionContextError(TrtError):
     """A module-level assertion cannot tell which engine to use."""
+
+
+class CalibrationCacheError(LogParseError):
+    """A calibration cache is malformed (strict reading); ``line`` is the 1-based line number."""
+
+    def __init__(self, message: str, *, path: str, line: int) -> None:
+        super().__init__(message, path=path, line=line)
+        self.line = line
+
+
+class UnknownNodeError(AssertionError):
+    """A node name (or pattern) matches no ONNX node of the record (a test failure, not an error)."""
+
+    def __init__(self, message: str, *, name: str, candidates: Sequence[str]) -> None:
+        super().__init__(message)
+        self.name = name
+        self.candidates = tuple(candidates)
+
+
+class EngineNotBuilt(TrtError):
+    """The engine is not cached and building was not requested."""
+
+
+class LockTimeout(TrtError):
+    """A file lock was not free in time; ``what`` names the locked object, ``lock_file`` the lock."""
+
+    def __init__(self, message: str, *, what: str, lock_file: Path, **context: Any) -> None:
+        super().__init__(message, what=what, lock_file=str(lock_file), **context)
+        self.what = what
+        self.lock_file = Path(lock_file)
+
+
+class GoldenRegression(GoldenError, AssertionError):
+    """Outputs or structure moved beyond the allowed thresholds (a test failure, not an error)."""
+
+
+class CatalogError(TrtError):
+    """The catalog database cannot be used (newer schema, not a database, unwritable)."""
+
+
+class MlflowUnavailable(ImportError):
+    """mlflow is not installed."""
+
+
+class SigningUnavailable(ImportError):
+    """``cryptography`` is not installed."""
+
+
+class KeyFileError(ValueError):
+    """A key file cannot be read as an Ed25519 key (the message says why)."""
+
+
+class PinsError(ValueError):
+    """The pins file cannot be read or has unknown keys / wrong types."""
+
+
+class SchemaError(ValueError):
+    """A JSON member of a bundle holds a value of the wrong type; ``where`` is its dotted path."""
+
+    def __init__(self, where: str, why: str) -> None:
+        super().__init__(f"{where}: {why}")
+        self.where = where
+
+
+class ArchiveError(ValueError):
+    """The file is not a readable tar.gz, or breaks a limit; the message says which and how."""
+
+
+class UnsafeMember(ValueError):
+    """A tar member that is not a flat regular file; ``member`` names it."""
+
+    def __init__(self, member: str, why: str) -> None:
+        super().__init__(f"{member!r}: {why}")
+        self.member = member
+        self.why = why
+
+
+class PairingError(Exception):
+    """An upgrade-review run cannot be read (no such path, nothing in it, a bundle that fails verification)."""
+
+
+class ReportReferenceError(ValueError):
+    """The upgrade report file given to an approval cannot be read."""
+
+
+class CommandInputError(Exception):
+    """A file or path given to a ``pytest-trt`` command cannot be used; the message is the one line shown (exit 3)."""
+
+
+class CommandUsageError(Exception):
+    """Arguments of a ``pytest-trt`` command that cannot work together; the message is the one line shown (exit 2)."""

@@ -1,19 +1,38 @@
-"""Atomic file writes: a reader sees the old file or the complete new one, never a partial file."""
+"""File helpers, one copy each: atomic writes, directory replace, one file lock, file sha256.
+
+Atomic means a reader sees the old file (or folder) or the complete new one,
+never a partial one: everything is written to a temporary sibling and renamed
+into place, which is atomic within one folder on POSIX and Windows.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import os
+import shutil
 import tempfile
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, Protocol
+
+from pytest_trt.errors import LockTimeout
+
+#: how long any pytest-trt lock waits (a cache-miss build or a golden update of a large model
+#: holds one for minutes); the timeout error names what was locked and the lock file
+LOCK_TIMEOUT_S = 3600.0
 
 
-def write_atomic(path: Path, writer: Callable[[io.BufferedWriter], None], *, mode: int = 0o644) -> None:
+def write_atomic(path: Path, writer: Callable[[io.BufferedWriter], None], *, mode: int = 0o644,
+                 fsync: bool = True) -> None:
     """Write ``path`` through a temporary file in the same folder (fsynced), then ``os.replace``.
 
     Also safe when several pytest-xdist workers write the same path: the last
-    complete file wins and nobody sees a torn one.
+    complete file wins and nobody sees a torn one.  ``fsync=False`` for files that
+    only cache facts and are checked when read (a power cut may leave them torn).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -21,7 +40,8 @@ def write_atomic(path: Path, writer: Callable[[io.BufferedWriter], None], *, mod
         with os.fdopen(fd, "wb") as fh:
             writer(fh)
             fh.flush()
-            os.fsync(fh.fileno())
+            if fsync:
+                os.fsync(fh.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
@@ -32,11 +52,83 @@ def write_atomic(path: Path, writer: Callable[[io.BufferedWriter], None], *, mod
         raise
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
+def write_bytes_atomic(path: Path, data: bytes, *, mode: int = 0o644, fsync: bool = True) -> None:
     def write(fh: io.BufferedWriter) -> None:
         fh.write(data)
 
-    write_atomic(path, write)
+    write_atomic(path, write, mode=mode, fsync=fsync)
+
+
+def write_text_atomic(path: Path, text: str, *, mode: int = 0o644, fsync: bool = True) -> None:
+    """``text`` as UTF-8, atomically."""
+    write_bytes_atomic(path, text.encode("utf-8"), mode=mode, fsync=fsync)
+
+
+def write_json_atomic(path: Path, data: Any, *, indent: int | None = None, mode: int = 0o644,
+                      fsync: bool = True) -> None:
+    """``data`` as JSON with sorted keys and a final newline, atomically."""
+    text = json.dumps(data, indent=indent, sort_keys=True, separators=None if indent else (",", ":"))
+    write_text_atomic(path, text + "\n", mode=mode, fsync=fsync)
+
+
+def replace_directory(target: Path, fill: Callable[[Path], None], *, staging: Path | None = None) -> None:
+    """Write a folder with ``fill(tmp)`` into a temporary folder, then rename it to ``target``.
+
+    ``staging`` (default: ``target``'s parent) holds the temporary folder, named
+    ``.<target name>.<pid>.<random>``: the pid tells a cleaner whether its writer still runs.
+    An existing ``target`` is renamed away first and deleted after.  When another process
+    put a complete ``target`` in place in between, that one is kept.
+    """
+    staging = target.parent if staging is None else staging
+    staging.mkdir(parents=True, exist_ok=True)
+    tmp = staging / f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        fill(tmp)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.exists():
+            doomed = staging / f".{target.name}.replaced.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+            os.replace(target, doomed)
+            shutil.rmtree(doomed, ignore_errors=True)
+        try:
+            os.replace(tmp, target)
+        except OSError:
+            if not target.is_dir():
+                raise
+            # a racing writer renamed its complete folder in between: keep it
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextmanager
+def edited_copy(path: Path, *, before_replace: Callable[[Path], None] | None = None) -> Iterator[Path]:
+    """Yield ``.<name>.tmp-<pid>``, a copy of ``path`` to change (none made when ``path`` does not exist).
+
+    On a clean exit the copy is fsynced and renamed over ``path``, then the folder is fsynced;
+    on an exception (or a kill) it is removed and ``path`` is left as it was.  For files with no
+    transactions of their own (HDF5); readers holding the old file keep reading the old inode.
+    Hold ``path``'s lock around it: copies of ``path`` left by any earlier writer, and of other
+    files in the folder by writers no longer running, are deleted first.
+    """
+    for stale in path.parent.glob(f".{path.name}.tmp-*"):
+        stale.unlink(missing_ok=True)
+    for other in path.parent.glob(".*.tmp-*"):
+        pid = other.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not pid_alive(int(pid)):
+            other.unlink(missing_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        if path.exists():
+            shutil.copyfile(path, tmp)
+        yield tmp
+        fsync_path(tmp)
+        if before_replace is not None:
+            before_replace(tmp)
+        os.replace(tmp, path)
+        fsync_path(path.parent)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def pid_alive(pid: int) -> bool:
@@ -48,3 +140,81 @@ def pid_alive(pid: int) -> bool:
     except OSError:
         return True  # exists, owned by someone else
     return True
+
+
+def fsync_path(path: Path) -> None:
+    """fsync a file, or a folder so that a rename in it reaches the disk (else a power cut can undo it)."""
+    if path.is_dir() and os.name != "posix":
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class HeldLock(Protocol):
+    def release(self) -> None: ...
+
+
+def acquire_lock(lock_file: Path, *, what: str, timeout: float = LOCK_TIMEOUT_S) -> HeldLock:
+    """Take the exclusive lock ``lock_file`` across processes and threads; return it held.
+
+    ``what`` names the locked object in the timeout error (``"golden file x.h5"``).
+    Not thread-local: another thread may release it (the engine cache's writer thread does).
+    Raises :class:`~pytest_trt.errors.LockTimeout` after ``timeout`` seconds and ``OSError``
+    when the lock file cannot be created.
+    """
+    from filelock import FileLock, Timeout  # not at plugin load
+
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(lock_file), timeout=timeout, thread_local=False)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise LockTimeout(
+            f"could not lock {what} within {timeout:g} s: another process holds {lock_file}; "
+            "if none does (a killed run), delete that file and run again",
+            what=what, lock_file=lock_file, timeout=timeout,
+        ) from None
+    return lock
+
+
+@contextmanager
+def locked(lock_file: Path, *, what: str, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    """:func:`acquire_lock` as a context manager."""
+    held = acquire_lock(lock_file, what=what, timeout=timeout)
+    try:
+        yield
+    finally:
+        held.release()
+
+
+#: sha256 of files already hashed, by (path, size, mtime, ctime, inode): a cache key and a golden
+#: check each need the ONNX file's hash, and a 14 MB model took ~10 ms per hash (issue #14).
+#: ctime changes on every write and cannot be set back by ``os.utime``, so an edited file is rehashed.
+_SHA256_MEMO: dict[tuple[str, int, int, int, int], str] = {}
+
+
+def sha256_file(path: Path | str, *, memo: bool = False) -> str:
+    """sha256 hex of a file's bytes, read in 1 MiB blocks.
+
+    With ``memo``, a file whose path, size, mtime, ctime and inode are unchanged is not read again.
+    """
+    key: tuple[str, int, int, int, int] | None = None
+    if memo:
+        st = os.stat(path)
+        key = (os.path.abspath(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        known = _SHA256_MEMO.get(key)
+        if known is not None:
+            return known
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            h.update(block)
+    digest = h.hexdigest()
+    if key is not None:
+        if len(_SHA256_MEMO) > 4096:  # a session hashes a few models; never grow without bound
+            _SHA256_MEMO.clear()
+        _SHA256_MEMO[key] = digest
+    return digest

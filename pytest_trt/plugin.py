@@ -187,7 +187,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 
 def _provide(request: pytest.FixtureRequest, config: BuildConfig) -> Engine:
     """Get an engine for a fixture: skip when not built, fail with a plain message on user errors."""
-    from pytest_trt.session import EngineNotBuilt
+    from pytest_trt.errors import EngineNotBuilt
 
     provider = provider_of(request.config)
     if provider.backend_name == "none":

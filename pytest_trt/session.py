@@ -15,17 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_trt.artifact import format_log
 from pytest_trt.cache import EngineCache, cache_key
-from pytest_trt.errors import BuildFailed, CacheCorrupt, TrtError
+from pytest_trt.errors import BuildFailed, CacheCorrupt, EngineNotBuilt
 
 if TYPE_CHECKING:
     from pytest_trt.artifact import BuildResult
     from pytest_trt.backends.base import Backend
     from pytest_trt.config import BuildConfig
     from pytest_trt.engine import Engine
-
-
-class EngineNotBuilt(TrtError):
-    """The engine is not cached and building was not requested."""
 
 
 @dataclass

@@ -38,9 +38,3 @@ def parse_size(value: int | str) -> int:
             raise ValueError(f"size {value!r} is negative")
     raise ValueError(f"cannot read size {value!r}: use a byte count or a string like '512MiB', '1GiB', '2GB'")
 
-
-def format_size(n: int) -> str:
-    for unit, factor in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if n >= factor and n % factor == 0:
-            return f"{n // factor}{unit}"
-    return str(n)

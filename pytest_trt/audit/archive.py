@@ -20,6 +20,8 @@ import zlib
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_trt.errors import UnsafeMember
+
 #: mtime of every member: the epoch, so no writer's clock leaks into the bytes
 FIXED_MTIME = 0
 MEMBER_MODE = 0o644
@@ -27,15 +29,6 @@ MEMBER_MODE = 0o644
 #: the MobileNetV2 bundle 9 % smaller for twice the time, level 9 1 % smaller again for 4x
 GZIP_LEVEL = 1
 _MEMBER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
-class UnsafeMember(ValueError):
-    """A tar member that is not a flat regular file; ``member`` names it."""
-
-    def __init__(self, member: str, why: str) -> None:
-        super().__init__(f"{member!r}: {why}")
-        self.member = member
-        self.why = why
 
 
 def gzip_bytes(data: bytes) -> bytes:
@@ -106,20 +99,31 @@ class SegmentedGzip:
             return
         if not self._open:
             raise ValueError("stored bytes outside a stored member")
-        self._crc = zlib.crc32(data, self._crc)
-        self._buf += data
-        self._stored_left -= len(data)
+        view = memoryview(data).cast("B")
+        self._crc = zlib.crc32(view, self._crc)
+        self._stored_left -= len(view)
         if self._stored_left < 0:
             raise ValueError("more stored bytes than announced")
-        while len(self._buf) > _STORED_BLOCK or (len(self._buf) == _STORED_BLOCK and self._stored_left > 0):
-            self._block(bytes(self._buf[:_STORED_BLOCK]), final=False)
-            del self._buf[:_STORED_BLOCK]
+        # A block is written once more bytes are known to follow it, so the last one (final) holds the
+        # member's last 1..65,535 bytes; full blocks go straight from ``data`` (a 14 MB engine is not copied).
+        pos = 0
+        if self._buf:
+            pos = min(len(view), _STORED_BLOCK - len(self._buf))
+            self._buf += view[:pos]
+            if len(self._buf) == _STORED_BLOCK and (pos < len(view) or self._stored_left > 0):
+                self._block(self._buf, final=False)
+                self._buf = bytearray()
+        while len(view) - pos > _STORED_BLOCK or (len(view) - pos == _STORED_BLOCK and self._stored_left > 0):
+            self._block(view[pos : pos + _STORED_BLOCK], final=False)
+            pos += _STORED_BLOCK
+        self._buf += view[pos:]
         if self._stored_left == 0:
             self._finish_stored()
 
-    def _block(self, data: bytes, *, final: bool) -> None:
+    def _block(self, data: bytes | bytearray | memoryview, *, final: bool) -> None:
         n = len(data)
-        self.fileobj.write(bytes((1 if final else 0,)) + struct.pack("<HH", n, n ^ 0xFFFF) + data)
+        self.fileobj.write(bytes((1 if final else 0,)) + struct.pack("<HH", n, n ^ 0xFFFF))
+        self.fileobj.write(data)
 
     def _finish_stored(self) -> None:
         self._block(bytes(self._buf), final=True)

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_trt.errors import PinsError
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
@@ -35,10 +37,6 @@ POLICIES = ("fail", "warn")
 #: pin key -> (description, how to read the captured value from environment.json)
 _FIELDS = ("backend", "backend_version", "cuda_version", "driver_version", "device", "python")
 NONE = "none"
-
-
-class PinsError(ValueError):
-    """The pins file cannot be read or has unknown keys / wrong types."""
 
 
 def _globs(path: Path, key: str, value: Any) -> tuple[str, ...]:

@@ -86,7 +86,8 @@ def _check_pins(config: pytest.Config) -> None:
         return
     recorder = recorder_of(config)
     assert recorder is not None  # made by this module's configure
-    from pytest_trt.audit.pins import Pins, PinsError, check_pins
+    from pytest_trt.audit.pins import Pins, check_pins
+    from pytest_trt.errors import PinsError
 
     try:
         pins = Pins.load(pins_path)
@@ -108,7 +109,8 @@ def _check_pins(config: pytest.Config) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     sign_key = _path(config, "trt_sign_key", INI_SIGN_KEY)
     if sign_key is not None:
-        from pytest_trt.audit.sign import KeyFileError, SigningUnavailable, load_private_key
+        from pytest_trt.audit.sign import load_private_key
+        from pytest_trt.errors import KeyFileError, SigningUnavailable
 
         try:
             load_private_key(sign_key)
@@ -173,10 +175,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def _note_build_failure(item: pytest.Item, exc: BaseException) -> None:
-    """A failed build leaves a note in the bundle folder (pytest_trt.upgrade.failures): "could not build"."""
+    """A failed build leaves a note in the bundle folder (pytest_trt.audit.failures): "could not build"."""
     if type(exc).__name__ not in ("BuildFailed", "UnsupportedOption"):
         return
-    from pytest_trt.upgrade.failures import note_build_failure
+    from pytest_trt.audit.failures import note_build_failure
 
     recorder = recorder_of(item.config)
     if recorder is not None:

@@ -18,6 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_trt.artifact import ENGINE_FILE
+from pytest_trt.audit.manifest import sha256_hex
+from pytest_trt.calibration.building import QDQ_SHA256
+from pytest_trt.fileio import sha256_file
+
 if TYPE_CHECKING:
     from pytest_trt.audit.bundle import BundleInfo
     from pytest_trt.buildlog.record import BuildRecord
@@ -55,6 +60,7 @@ class BundleRecorder:
     failures: list[str] = field(default_factory=list)
     _names: dict[str, str] = field(default_factory=dict)  # bundle path -> config hash
     _bundled_tests: dict[str, set[str]] = field(default_factory=dict)  # engine key -> tests in golden.json
+    _digests: dict[str, str] = field(default_factory=dict)  # environment and sign key digests, once per session
 
     @property
     def environment(self) -> dict[str, Any]:
@@ -129,7 +135,7 @@ class BundleRecorder:
         golden = self.golden.get(key, {})
         if known is not None and known.path == path and set(golden) <= self._bundled_tests.get(key, set()):
             return known
-        from filelock import FileLock
+        from pytest_trt.fileio import locked
 
         previous = self._names.setdefault(str(path), engine.result.config_hash)
         if previous != engine.result.config_hash:
@@ -137,24 +143,67 @@ class BundleRecorder:
                 f"{path.name}: written for two configs ({previous[:12]}, {engine.result.config_hash[:12]}) "
                 "with the same name, version, backend and device; give each config its own name or version"
             )
-        path.parent.mkdir(parents=True, exist_ok=True, mode=BUNDLE_DIR_MODE)
-        with FileLock(str(path.parent / f".{path.name}.lock")):
-            merged = {**self._existing_golden(path, engine), **golden}
-            info = write_bundle(
-                engine.result,
-                self.settings.bundle_dir,
-                record=self._record(engine),
-                environment=self.environment,
-                include_engine=self.settings.include_engine,
-                golden_results=merged or None,
-                calibration_cache=_calibration_cache(engine),
-                qdq_model_sha256=_qdq_sha256(engine),
-                sign_key=self.settings.sign_key,
-                reuse=True,  # an identical bundle (sidecar manifest digest) is not rewritten
-            )
+        calibration_cache = _calibration_cache(engine)
+        qdq = (engine.result.extra or {}).get(QDQ_SHA256)
+        info = self._unchanged(engine, path, golden, calibration_cache, qdq)  # no lock needed to read
+        if info is None:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=BUNDLE_DIR_MODE)
+            with locked(path.parent / f".{path.name}.lock", what=f"audit bundle {path}"):
+                merged = {**self._existing_golden(path, engine), **golden}
+                info = write_bundle(
+                    engine.result,
+                    self.settings.bundle_dir,
+                    record=self._record(engine),
+                    environment=self.environment,
+                    include_engine=self.settings.include_engine,
+                    golden_results=merged or None,
+                    calibration_cache=calibration_cache,
+                    qdq_model_sha256=str(qdq) if qdq else None,
+                    sign_key=self.settings.sign_key,
+                    reuse=True,  # an identical bundle (sidecar: same inputs, else same manifest) is not rewritten
+                    inputs_sha256=self._inputs_sha256(engine, path, merged, calibration_cache, qdq),
+                )
         self.written[key] = info
         self._bundled_tests[key] = set(golden)
         return info
+
+    def _unchanged(self, engine: Engine, path: Path, golden: dict[str, Any], calibration_cache: bytes | None,
+                   qdq: object) -> BundleInfo | None:
+        """The bundle on disk when its sidecar shows it made from exactly these inputs (the cache-hit path).
+
+        Read without the bundle's lock: a bundle is replaced by rename before its sidecar, and a sidecar
+        that does not describe the file on disk is ignored, so a racing writer only sends us to the locked path.
+        """
+        from pytest_trt.audit import sidecar
+        from pytest_trt.audit.bundle import BundleInfo, backend_version
+
+        state = sidecar.read_state(path)
+        if state is None or state.inputs_sha256 is None or state.engine_sha256 != engine.result.engine_sha256:
+            return None
+        merged = {**(state.golden or {}), **golden}
+        if self._inputs_sha256(engine, path, merged, calibration_cache, qdq) != state.inputs_sha256:
+            return None
+        result = engine.result
+        return BundleInfo(path=path, sha256=state.sha256, size=state.size, config_hash=result.config_hash,
+                          engine_sha256=result.engine_sha256, backend_version=backend_version(result))
+
+    def _inputs_sha256(self, engine: Engine, path: Path, golden: dict[str, Any], calibration_cache: bytes | None,
+                       qdq: object) -> str | None:
+        from pytest_trt.audit.bundle import canonical_json, inputs_digest
+
+        identity = _result_identity(engine)
+        if identity is None:
+            return None
+        if not self._digests:
+            key = self.settings.sign_key
+            self._digests["environment"] = sha256_hex(canonical_json(self.environment))
+            self._digests["sign_key"] = sha256_file(key) if key is not None and key.is_file() else str(key or "")
+        return inputs_digest(
+            bundle=path.name, result_identity=identity, environment_sha256=self._digests["environment"],
+            include_engine=self.settings.include_engine, golden=golden,
+            calibration_cache_sha256=sha256_hex(calibration_cache) if calibration_cache is not None else None,
+            qdq_model_sha256=str(qdq) if qdq else None, sign_key_sha256=self._digests["sign_key"] or None,
+        )
 
     def audit(self, engine: Engine, verdicts: list[Mapping[str, Any]]) -> EngineAudit:
         """Bundle ``engine`` and describe it for one test's report; never raises for I/O problems."""
@@ -185,10 +234,26 @@ def _calibration_cache(engine: Engine) -> bytes | None:
     return None
 
 
-def _qdq_sha256(engine: Engine) -> str | None:
-    extra = engine.result.extra or {}
-    value = extra.get("qdq_model_sha256") or extra.get("qdq_onnx_sha256")
-    return str(value) if value else None
+def _result_identity(engine: Engine) -> str | None:
+    """The digest of the engine cache entry's file hashes, which name the cached result's exact content.
+
+    None for a fresh build (its entry may still be being written): its bundle is compared by manifest.
+    The entry was checked against these hashes when it was loaded.
+    """
+    import json
+
+    from pytest_trt.cache import ENTRY_FILE
+
+    if not engine.cached or engine.artifact_dir is None:
+        return None
+    try:
+        entry = json.loads((engine.artifact_dir / ENTRY_FILE).read_text(encoding="utf-8"))
+        files = entry["files"]
+        if not isinstance(files, dict) or files.get(ENGINE_FILE) != engine.result.engine_sha256:
+            return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return sha256_hex(json.dumps(files, sort_keys=True).encode("utf-8"))
 
 
 def section_text(audits: list[EngineAudit]) -> str:

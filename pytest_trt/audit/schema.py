@@ -22,15 +22,9 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
+from pytest_trt.errors import SchemaError
+
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-
-
-class SchemaError(ValueError):
-    """A JSON member holds a value of the wrong type; ``where`` is its dotted path."""
-
-    def __init__(self, where: str, why: str) -> None:
-        super().__init__(f"{where}: {why}")
-        self.where = where
 
 
 def _kind(value: Any) -> str:

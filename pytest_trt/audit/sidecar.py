@@ -1,16 +1,19 @@
 """A bundle's sidecar: what the bundle holds, readable without opening the archive.
 
 ``.<bundle>.state.json`` beside each bundle records the digest of the bundle's
-manifest (and signature), the bundle file's sha256, size and mtime, and its
-golden verdicts.  On a cache hit the recorder recomputes the manifest (it hashes
-every member but writes nothing), and when it matches the sidecar of an
-unchanged file the bundle is not rewritten and nothing is gunzipped: a 50-test
-suite from cache used to verify and rewrite every bundle with identical bytes
-(issue #14).  The sidecar is a cache of facts, never evidence: a bundle whose
-size or mtime differs from its sidecar is read and rewritten as before, and
-``pytest-trt bundle verify`` checks the bundle itself.  Size, mtime, ctime and inode
-must all match: a bundle edited in place or replaced (even with its mtime set back)
-is verified and, when it fails, set aside as before.
+manifest (and signature), the digest of the *inputs* it was made from (see
+:func:`pytest_trt.audit.bundle.inputs_digest`), the bundle file's sha256, size and mtime, and its golden
+verdicts.  On a cache hit the recorder computes the inputs digest (a few small
+hashes, no member is built) and, when it matches the sidecar of an unchanged file,
+the bundle is neither rebuilt nor rewritten and nothing is gunzipped: a 50-test
+suite from cache used to verify and rewrite every bundle with identical bytes, then
+to rebuild every bundle's content only to compare its manifest (issue #14).  When
+the inputs differ (or are unknown: a fresh build) the members are built and their
+manifest compared as before, so equal content is still never rewritten.
+
+The sidecar is a cache of facts, never evidence: a bundle whose size, mtime, ctime
+or inode differs from its sidecar is verified (and set aside when it fails) and
+rewritten, and ``pytest-trt bundle verify`` checks the bundle itself.
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_trt.fileio import write_bytes_atomic
+from pytest_trt.fileio import write_json_atomic
 
-SCHEMA = 2
+SCHEMA = 3
+#: sidecars this version reads (2: written before the inputs digest existed; it never matches one)
+READABLE = (2, 3)
 
 
 def sidecar_path(bundle: Path) -> Path:
@@ -49,6 +54,7 @@ class BundleState:
     inode: int
     engine_sha256: str
     golden: dict[str, Any] | None
+    inputs_sha256: str | None = None  # None: made where the inputs digest was not known
 
 
 def read_state(bundle: Path) -> BundleState | None:
@@ -56,9 +62,9 @@ def read_state(bundle: Path) -> BundleState | None:
     try:
         data = json.loads(sidecar_path(bundle).read_text(encoding="utf-8"))
         st = os.stat(bundle)
-        if data.get("schema") != SCHEMA:
+        if data.get("schema") not in READABLE:
             return None
-        state = BundleState(**{k: data[k] for k in BundleState.__dataclass_fields__})
+        state = BundleState(**{k: data[k] for k in BundleState.__dataclass_fields__ if k in data})
     except (OSError, ValueError, TypeError, KeyError):
         return None
     if (state.size, state.mtime_ns, state.ctime_ns, state.inode) != (st.st_size, st.st_mtime_ns, st.st_ctime_ns,
@@ -68,9 +74,10 @@ def read_state(bundle: Path) -> BundleState | None:
 
 
 def write_state(bundle: Path, *, members_sha256: str, sha256: str, size: int, engine_sha256: str,
-                golden: dict[str, Any] | None) -> None:
-    """Record the bundle just written (call right after its atomic rename)."""
+                golden: dict[str, Any] | None, inputs_sha256: str | None) -> None:
+    """Record the bundle just written (call right after its atomic rename), or one found identical."""
     st = os.stat(bundle)
-    state = BundleState(members_sha256, sha256, size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, engine_sha256, golden)
-    text = json.dumps({"schema": SCHEMA, **asdict(state)}, sort_keys=True, separators=(",", ":"))
-    write_bytes_atomic(sidecar_path(bundle), text.encode("utf-8"))
+    state = BundleState(members_sha256, sha256, size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, engine_sha256, golden,
+                        inputs_sha256)
+    # no fsync: a sidecar lost or torn by a power cut fails read_state and the bundle is verified instead
+    write_json_atomic(sidecar_path(bundle), {"schema": SCHEMA, **asdict(state)}, fsync=False)

@@ -15,16 +15,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from pytest_trt.errors import KeyFileError, SigningUnavailable
+
 SIGNATURE = "MANIFEST.sha256.sig"
 ALGORITHM = "ed25519"
-
-
-class SigningUnavailable(ImportError):
-    """``cryptography`` is not installed."""
-
-
-class KeyFileError(ValueError):
-    """A key file cannot be read as an Ed25519 key (the message says why)."""
 
 
 def _crypto() -> tuple[ModuleType, ModuleType, Any]:

@@ -34,10 +34,10 @@ from pytest_trt.audit.archive import (
     GZIP_LEVEL,
     STORED_MEMBERS,
     SegmentedGzip,
-    UnsafeMember,
     check_member_name,
     member_header,
 )
+from pytest_trt.errors import ArchiveError, UnsafeMember
 
 BLOCK = tarfile.BLOCKSIZE
 RECORD = tarfile.RECORDSIZE
@@ -52,10 +52,6 @@ _TYPES = {
     b"6": "FIFO", b"7": "contiguous file", b"x": "PAX extended header", b"g": "PAX global header",
     b"L": "GNU long name record", b"K": "GNU long link record", b"S": "GNU sparse file",
 }
-
-
-class ArchiveError(ValueError):
-    """The file is not a readable tar.gz, or breaks a limit; the message says which and how."""
 
 
 @dataclass(frozen=True)

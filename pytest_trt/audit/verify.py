@@ -29,11 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_trt.audit import bundle as b
 from pytest_trt.audit import schema
-from pytest_trt.audit.archive import UnsafeMember
 from pytest_trt.audit.manifest import MANIFEST, parse_manifest
-from pytest_trt.audit.sign import SIGNATURE, KeyFileError, parse_signature, verify_manifest_signature
-from pytest_trt.audit.tarscan import ArchiveError, Scan, scan
-from pytest_trt.errors import BundleIntegrityError
+from pytest_trt.audit.sign import SIGNATURE, parse_signature, verify_manifest_signature
+from pytest_trt.audit.tarscan import Scan, scan
+from pytest_trt.errors import ArchiveError, BundleIntegrityError, KeyFileError, SchemaError, UnsafeMember
 
 if TYPE_CHECKING:
     from pytest_trt.buildlog.record import BuildRecord
@@ -210,7 +209,7 @@ def _json(path: Path, name: str, data: bytes) -> dict[str, Any]:
         raise _fail(path, f"nests deeper than {MAX_JSON_DEPTH} levels (readers recurse over it)", name)
     try:
         _SCHEMA_CHECKS[name](doc)
-    except schema.SchemaError as exc:
+    except SchemaError as exc:
         raise _fail(path, f"wrong schema: {exc}", name) from None
     return doc
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ..errors import UnknownNodeError
     from .assertions import (
-        UnknownNodeError,
         assert_fused,
         assert_layer_count,
         assert_no_fusion,
@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 #: public name -> submodule; imported on first use, so that reading a stored record
 #: (``.record``, on every cache hit) does not load the parser, dialect tables and assertions
 _LAZY = {
-    **dict.fromkeys(("UnknownNodeError", "assert_fused", "assert_layer_count", "assert_no_fusion",
+    "UnknownNodeError": "pytest_trt.errors",
+    **dict.fromkeys(("assert_fused", "assert_layer_count", "assert_no_fusion",
                      "assert_no_warning", "assert_precision", "assert_warning"), f"{__name__}.assertions"),
     **dict.fromkeys(("RecordDiff", "diff_records"), f"{__name__}.record_diff"),
     **dict.fromkeys(("parse_entries", "parse_lines", "parse_result", "read_layer_json", "read_log"),

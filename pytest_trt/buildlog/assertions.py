@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..errors import UnknownNodeError
 from .events import event_groups, uses_events
 from .listings import canonical_dtype
 from .record import BuildRecord, Layer
@@ -27,15 +28,6 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 MAX_LAYERS_SHOWN = 8
-
-
-class UnknownNodeError(AssertionError):
-    """A node name (or pattern) matches no ONNX node of the record."""
-
-    def __init__(self, message: str, *, name: str, candidates: Sequence[str]) -> None:
-        super().__init__(message)
-        self.name = name
-        self.candidates = tuple(candidates)
 
 
 def _match(known: tuple[str, ...], pattern: str) -> tuple[str, tuple[str, ...]]:

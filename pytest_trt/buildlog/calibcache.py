@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import LogParseError
+from ..errors import CalibrationCacheError, LogParseError
 from .dialects import version_from_tag
 
 _HEADER_RE = re.compile(r"TRT-(?P<tag>\d{4,6})-(?P<algo>\w+)$")
@@ -45,14 +45,6 @@ def _scale(value: str) -> float | None:
         return float(struct.unpack(">f", bytes.fromhex(value))[0])
     except (ValueError, struct.error):  # not hex, or not exactly 4 bytes of it
         return None
-
-
-class CalibrationCacheError(LogParseError):
-    """A calibration cache is malformed (strict reading); ``line`` is the 1-based line number."""
-
-    def __init__(self, message: str, *, path: str, line: int) -> None:
-        super().__init__(message, path=path, line=line)
-        self.line = line
 
 
 def parse_calibration_cache(text: str, *, strict: bool = False, path: str = "<calibration cache>") -> CalibrationCache:
@@ -159,9 +151,9 @@ def format_calibration_cache(algorithm: str, scales: dict[str, float], *, tag: s
 
 def write_calibration_cache(path: str | Path, text: str) -> None:
     """Write a cache atomically (a reader sees the old file or the whole new one)."""
-    from ..fileio import write_bytes_atomic
+    from ..fileio import write_text_atomic
 
-    write_bytes_atomic(Path(path), text.encode("utf-8"))
+    write_text_atomic(Path(path), text)
 
 
 def rewrite(cache: CalibrationCache) -> str:

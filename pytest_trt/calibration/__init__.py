@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from pytest_trt.buildlog.calibcache import (
         CacheComparison,
         CalibrationCache,
-        CalibrationCacheError,
         compare_caches,
         format_calibration_cache,
         parse_calibration_cache,
@@ -26,11 +25,13 @@ if TYPE_CHECKING:
         write_calibration_cache,
     )
     from pytest_trt.buildlog.calibfacts import CalibrationFacts, calibration_facts
+    from pytest_trt.errors import CalibrationCacheError
 
 #: re-exported on first use: the engine provider imports ``.store`` from every pytest session, and
 #: importing this package must not load the buildlog parser then (start-up cost, issue #14)
 _LAZY = {
-    **dict.fromkeys(("CacheComparison", "CalibrationCache", "CalibrationCacheError", "compare_caches",
+    "CalibrationCacheError": "pytest_trt.errors",
+    **dict.fromkeys(("CacheComparison", "CalibrationCache", "compare_caches",
                      "format_calibration_cache", "parse_calibration_cache", "read_calibration_cache",
                      "write_calibration_cache"), "pytest_trt.buildlog.calibcache"),
     **dict.fromkeys(("CalibrationFacts", "calibration_facts"), "pytest_trt.buildlog.calibfacts"),

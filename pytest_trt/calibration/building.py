@@ -25,10 +25,6 @@ CALIBRATION_CACHE = "calibration_cache"
 QDQ_SHA256 = "qdq_model_sha256"
 
 
-def uses_explicit_quantization(config: BuildConfig) -> bool:
-    return config.calibration is not None and config.precision == "int8"
-
-
 def typed_config(config: BuildConfig, qdq_model: Path) -> BuildConfig:
     """The config a strongly typed builder really builds: the Q/DQ model, precision from its types."""
     return config.replace(onnx=qdq_model, precision="typed", calibration=None)

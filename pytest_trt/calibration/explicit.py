@@ -15,10 +15,7 @@ import hashlib
 import importlib.util
 import io
 import json
-import os
-import shutil
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,6 +32,7 @@ from pytest_trt.calibration.qdq import TENSORRT_QDQ_OPTIONS
 from pytest_trt.calibration.ranges import METHODS, Ranges
 from pytest_trt.calibration.store import set_store_root, store_root
 from pytest_trt.errors import BackendUnavailable, BuildFailed, ConfigError
+from pytest_trt.fileio import replace_directory, sha256_file
 
 if TYPE_CHECKING:
     from pytest_trt.config import BuildConfig, Calibration
@@ -83,9 +81,7 @@ def store_key(config: BuildConfig, onnx_sha256: str) -> str:
 
 
 def _file_sha256(path: Path | str | None) -> str | None:
-    if path is None or not Path(path).is_file():
-        return None
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return sha256_file(path) if path is not None and Path(path).is_file() else None
 
 
 def calibrate_explicit(config: BuildConfig, *, onnx_sha256: str | None = None) -> ExplicitCalibration:
@@ -110,8 +106,8 @@ def calibrate_explicit(config: BuildConfig, *, onnx_sha256: str | None = None) -
 def _load(folder: Path) -> ExplicitCalibration | None:
     try:
         info = json.loads((folder / INFO_FILE).read_text(encoding="utf-8"))
-        ok = (hashlib.sha256((folder / QDQ_FILE).read_bytes()).hexdigest() == info["qdq_model_sha256"]
-              and hashlib.sha256((folder / CACHE_FILE).read_bytes()).hexdigest() == info["cache_sha256"])
+        ok = (sha256_file(folder / QDQ_FILE) == info["qdq_model_sha256"]
+              and sha256_file(folder / CACHE_FILE) == info["cache_sha256"])
     except (OSError, ValueError, KeyError):
         return None
     return ExplicitCalibration(folder, info, from_store=True) if ok else None
@@ -119,20 +115,13 @@ def _load(folder: Path) -> ExplicitCalibration | None:
 
 def _store(folder: Path, parts: tuple[bytes, str, dict[str, Any]]) -> ExplicitCalibration:
     qdq, cache_text, info = parts
-    tmp = folder.parent / f".{folder.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
-    tmp.mkdir(parents=True, exist_ok=True)
-    try:
+
+    def fill(tmp: Path) -> None:
         (tmp / QDQ_FILE).write_bytes(qdq)
         (tmp / CACHE_FILE).write_text(cache_text, encoding="utf-8")
         (tmp / INFO_FILE).write_text(json.dumps(info, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        if folder.exists():
-            shutil.rmtree(folder, ignore_errors=True)
-        os.replace(tmp, folder)
-    except OSError:
-        if not folder.exists():
-            raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+
+    replace_directory(folder, fill)
     return ExplicitCalibration(folder, info, from_store=False)
 
 

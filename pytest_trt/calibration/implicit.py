@@ -204,12 +204,13 @@ def attach_calibrator(
 def check_pinned_cache(config: BuildConfig) -> None:
     """After an implicit-INT8 build: the cache file must hash to the pinned ``cache_sha256``."""
     from pytest_trt.errors import BuildFailed
+    from pytest_trt.fileio import sha256_file
 
     calib = config.calibration
     if calib is None or calib.cache_sha256 is None or calib.cache is None:
         return
     path = Path(calib.cache)
-    got = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "(no cache written)"
+    got = sha256_file(path) if path.is_file() else "(no cache written)"
     if got != calib.cache_sha256:
         raise BuildFailed(
             f"BuildConfig {config.name!r}: calibration cache {str(path)!r} sha256 is {got}, the config pins "

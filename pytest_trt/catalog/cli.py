@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_trt.catalog import DEFAULT_DB_NAME
+from pytest_trt.errors import CommandUsageError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_FILE = 0, 1, 2, 3
 DEFAULT_DB = Path("trt-bundles") / DEFAULT_DB_NAME
@@ -40,27 +41,23 @@ def _guard(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Name
     """Catalog problems become one line on stderr and exit code 3, never a traceback."""
 
     def run(args: argparse.Namespace) -> int:
-        from pytest_trt.catalog.schema import CatalogError
+        from pytest_trt.errors import CatalogError
 
         try:
             return func(args)
         except CatalogError as exc:
             print(f"pytest-trt: {exc.message}", file=sys.stderr)
             return EXIT_FILE
-        except _Usage as exc:
+        except CommandUsageError as exc:
             print(f"pytest-trt catalog: {exc}", file=sys.stderr)
             return EXIT_USAGE
 
     return run
 
 
-class _Usage(Exception):
-    pass
-
-
 def _open(args: argparse.Namespace, *, create: bool = False) -> Any:
-    from pytest_trt.catalog.schema import CatalogError
     from pytest_trt.catalog.store import Catalog
+    from pytest_trt.errors import CatalogError
 
     if not create and not args.db.is_file():
         raise CatalogError(f"{args.db}: no catalog here; index bundles first with "
@@ -105,7 +102,7 @@ def _filters(args: argparse.Namespace) -> Any:
     try:
         since = parse_since(args.since) if args.since else None
     except ValueError as exc:
-        raise _Usage(str(exc)) from None
+        raise CommandUsageError(str(exc)) from None
     return Filters(config=args.config, backend=args.backend, backend_version=args.backend_version,
                    device=args.device, calibration=args.calibration, verdict=args.verdict,
                    engine_sha256=args.engine_sha256, since=since, include_all=args.all, limit=args.limit)
@@ -156,7 +153,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     try:
         since = parse_since(args.since) if args.since else None
     except ValueError as exc:
-        raise _Usage(str(exc)) from None
+        raise CommandUsageError(str(exc)) from None
     with _open(args) as catalog:
         rows = history(catalog, args.config, include_all=args.all, since=since)
     if args.json:
@@ -171,7 +168,8 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 @_guard
 def cmd_push(args: argparse.Namespace) -> int:
-    from pytest_trt.catalog.mlflow_push import MlflowUnavailable, push_row, unpushed
+    from pytest_trt.catalog.mlflow_push import push_row, unpushed
+    from pytest_trt.errors import MlflowUnavailable
 
     with _open(args) as catalog:
         if args.sha:
@@ -184,7 +182,7 @@ def cmd_push(args: argparse.Namespace) -> int:
         try:
             outcomes = [push_row(catalog, r, uri=args.uri, register=args.register) for r in rows]
         except MlflowUnavailable as exc:
-            raise _Usage(str(exc)) from None
+            raise CommandUsageError(str(exc)) from None
     failed = [o for o in outcomes if not o.ok]
     if args.json:
         _print_json({"uri": args.uri, "results": [vars(o) for o in outcomes]})
@@ -209,13 +207,14 @@ def cmd_prune(args: argparse.Namespace) -> int:
     from pytest_trt.catalog.query import parse_duration
 
     if args.keep_last is None and args.older_than is None:
-        raise _Usage("prune needs --keep-last N, --older-than DURATION or both (nothing else is ever deleted)")
+        raise CommandUsageError("prune needs --keep-last N, --older-than DURATION or both "
+                                "(nothing else is ever deleted)")
     if args.keep_last is not None and args.keep_last < 0:
-        raise _Usage(f"--keep-last {args.keep_last}: give 0 or more")
+        raise CommandUsageError(f"--keep-last {args.keep_last}: give 0 or more")
     try:
         older = parse_duration(args.older_than) if args.older_than else None
     except ValueError as exc:
-        raise _Usage(f"--older-than: {exc}") from None
+        raise CommandUsageError(f"--older-than: {exc}") from None
     with _open(args) as catalog:
         plan = plan_prune(candidates(catalog), references(catalog), keep_last=args.keep_last, older_than=older,
                           now=datetime.now(timezone.utc))

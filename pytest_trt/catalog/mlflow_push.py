@@ -26,6 +26,7 @@ from typing import Any
 
 from pytest_trt.catalog.fields import iso_utc
 from pytest_trt.catalog.store import Catalog
+from pytest_trt.errors import MlflowUnavailable
 
 ARTIFACT_DIR = "bundle"
 TAG_PREFIX = "pytest_trt."
@@ -40,10 +41,6 @@ PARAMS = ("config_name", "config_version", "config_hash", "backend", "backend_ve
 #: run tag (after TAG_PREFIX) -> catalog column
 TAGS = {"bundle_sha256": "sha256", "engine_sha256": "engine_sha256", "onnx_sha256": "onnx_sha256",
         "config_sha256": "config_sha256", "bundle_path": "path"}
-
-
-class MlflowUnavailable(ImportError):
-    """mlflow is not installed."""
 
 
 @dataclass(frozen=True)

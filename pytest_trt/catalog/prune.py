@@ -16,7 +16,6 @@ property-tested); :func:`apply_prune` deletes files and marks their rows
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from pytest_trt.catalog.store import Catalog
+from pytest_trt.fileio import sha256_file
 
 
 @dataclass(frozen=True)
@@ -108,14 +108,10 @@ def candidates(catalog: Catalog) -> list[Candidate]:
 
 
 def _file_sha256(path: Path) -> str | None:
-    h = hashlib.sha256()
     try:
-        with open(path, "rb") as fh:
-            while block := fh.read(1 << 20):
-                h.update(block)
+        return sha256_file(path)
     except FileNotFoundError:
         return None
-    return h.hexdigest()
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
-from pytest_trt.errors import TrtError
+from pytest_trt.errors import CatalogError
 
 T = TypeVar("T")
 
@@ -112,10 +112,6 @@ MIGRATIONS: tuple[str, ...] = (
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
-
-
-class CatalogError(TrtError):
-    """The catalog database cannot be used (newer schema, not a database, unwritable)."""
 
 
 def _busy(exc: sqlite3.OperationalError) -> bool:

@@ -33,8 +33,8 @@ def retry_command(settings: ArchiveSettings) -> str:
 
 def archive_bundles(paths: Sequence[Path], settings: ArchiveSettings) -> ArchiveOutcome:
     """Index ``paths`` into the catalog, then push those not yet pushed (when a URI is set)."""
-    from pytest_trt.catalog.schema import CatalogError
     from pytest_trt.catalog.store import Catalog
+    from pytest_trt.errors import CatalogError
 
     lines: list[str] = []
     warnings: list[str] = []

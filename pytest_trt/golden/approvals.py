@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
+from pytest_trt.fileio import locked
 
 APPROVALS_FILE = "APPROVALS.jsonl"
 
@@ -63,7 +63,7 @@ def append_jsonl(golden_dir: Path, record: Mapping[str, Any]) -> Path:
     """Append ``record`` as one line to ``APPROVALS.jsonl``, serialized across processes."""
     path = golden_dir / APPROVALS_FILE
     line = json.dumps(dict(record), sort_keys=True, separators=(",", ":")) + "\n"
-    with FileLock(str(path) + ".lock"):
+    with locked(path.with_name(path.name + ".lock"), what=f"approval log {path}"):
         with open(path, "a", encoding="utf-8") as fh:
             fh.write(line)
             fh.flush()

@@ -2,16 +2,15 @@
 
 HDF5 has no transactions: a writer killed mid-write leaves a file h5py may
 refuse to open.  So an update never touches the real file.  Under a per-file
-lock (``<file>.lock``; any number of xdist workers may try at once) it copies
-the file to a temporary sibling, changes the copy, fsyncs it and ``os.replace``s
-it over the original, which is atomic on POSIX and Windows within one folder.
-Readers holding the old file keep reading the old inode.
+lock (``<file>.lock``; any number of xdist workers may try at once) it changes
+a copy (:func:`pytest_trt.fileio.edited_copy`: copied, fsynced, ``os.replace``d
+over the original).  What is left here is HDF5's: opening the copy, creating or
+validating the layout before anything is written, the lock's error as a GoldenError.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
 from collections.abc import Iterator
@@ -19,67 +18,33 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import h5py
-from filelock import FileLock, Timeout
 
-from pytest_trt.errors import GoldenError
-from pytest_trt.fileio import pid_alive
+from pytest_trt.errors import GoldenError, LockTimeout
+from pytest_trt.fileio import LOCK_TIMEOUT_S, acquire_lock, edited_copy
 from pytest_trt.golden import store
 
 #: seconds to sleep after the temp file is complete and before it replaces the
 #: original; lets a test kill -9 the writer at the worst moment
 PAUSE_ENV = "PYTEST_TRT_GOLDEN_PAUSE_BEFORE_REPLACE"
-LOCK_TIMEOUT_S = 600.0
 
 
 def lock_path(path: Path) -> Path:
     return path.with_name(path.name + ".lock")
 
 
-def _temp_path(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
-
-
-def _fsync(path: Path) -> None:
-    """fsync a file, or a folder so that a rename in it reaches the disk (else a power cut can undo it)."""
-    if path.is_dir() and os.name != "posix":
-        return
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _remove_stale_temps(path: Path) -> None:
-    # We hold the lock, so any temp file of this golden left is from a writer that died.
-    for stale in path.parent.glob(f".{path.name}.tmp-*"):
-        stale.unlink(missing_ok=True)
-    # Other goldens' temp copies (full-size files) are removed once their writer's pid is gone.
-    for other in path.parent.glob(".*.tmp-*"):
-        pid = other.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and not pid_alive(int(pid)):
-            other.unlink(missing_ok=True)
-
-
-
 @contextmanager
 def locked(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
-    """Hold the per-file lock of ``path`` (raises GoldenError naming the lock on timeout)."""
-    lock = FileLock(str(lock_path(path)), timeout=timeout)
+    """Hold the per-file lock of ``path`` (raises GoldenError naming the golden and its lock on timeout)."""
     try:
-        lock.acquire()
-    except Timeout:
-        raise GoldenError(
-            f"could not lock {path} within {timeout:.0f} s: another process is updating it; "
-            f"if none is, remove {lock_path(path)}",
-            path=str(path),
-        ) from None
+        held = acquire_lock(lock_path(path), what=f"golden file {path}", timeout=timeout)
+    except LockTimeout as exc:
+        raise GoldenError(exc.message, path=str(path), lock_file=str(exc.lock_file)) from None
     except OSError as exc:
         raise store.folder_error(path.parent, exc) from None
     try:
         yield
     finally:
-        lock.release()
+        held.release()
 
 
 @contextmanager
@@ -94,31 +59,23 @@ def update(path: str | Path, *, timeout: float = LOCK_TIMEOUT_S) -> Iterator[h5p
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise store.folder_error(path.parent, exc) from None
-    with locked(path, timeout):
-        _remove_stale_temps(path)
-        tmp = _temp_path(path)
+    with locked(path, timeout), edited_copy(path, before_replace=lambda tmp: _pause(tmp, path)) as tmp:
+        exists = tmp.exists()
+        with store.guard(path):
+            f = h5py.File(tmp, "r+" if exists else "w-")
         try:
-            exists = path.exists()
-            if exists:
-                shutil.copyfile(path, tmp)
-            with store.guard(path):
-                f = h5py.File(tmp, "r+" if exists else "w-")
-            try:
-                if not exists:
-                    store.init_file(f)
-                else:
-                    with store.guard(path):
-                        store.validate(f, path)  # before anything is written
-                yield f
-            finally:
-                f.close()
-            _fsync(tmp)
-            pause = float(os.environ.get(PAUSE_ENV, "0") or 0)
-            if pause > 0:
-                print(f"pytest-trt: {tmp} complete, pausing {pause:g} s before replacing {path}",
-                      file=sys.stderr, flush=True)
-                time.sleep(pause)
-            os.replace(tmp, path)
-            _fsync(path.parent)
+            if not exists:
+                store.init_file(f)
+            else:
+                with store.guard(path):
+                    store.validate(f, path)  # before anything is written
+            yield f
         finally:
-            tmp.unlink(missing_ok=True)
+            f.close()
+
+
+def _pause(tmp: Path, path: Path) -> None:
+    pause = float(os.environ.get(PAUSE_ENV, "0") or 0)
+    if pause > 0:
+        print(f"pytest-trt: {tmp} complete, pausing {pause:g} s before replacing {path}", file=sys.stderr, flush=True)
+        time.sleep(pause)

@@ -157,7 +157,8 @@ def _approve_report(config: pytest.Config, approve: str | None) -> dict[str, Any
         return None
     if not approve:
         raise pytest.UsageError(f"{APPROVE_REPORT_OPTION} goes with {APPROVE_OPTION} \"REASON\" and {UPDATE_OPTION}")
-    from pytest_trt.upgrade.approval import ReportReferenceError, report_reference
+    from pytest_trt.errors import ReportReferenceError
+    from pytest_trt.golden.report_reference import report_reference
 
     try:
         return report_reference(Path(config.invocation_params.dir) / str(given))

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pytest_trt.errors import GoldenCorrupt, GoldenMissing, GoldenTainted
-from pytest_trt.fileio import write_bytes_atomic
+from pytest_trt.fileio import write_json_atomic
 
 if TYPE_CHECKING:
     from pytest_trt.compare.timing import DriftVerdict
@@ -92,7 +92,7 @@ def store(check: GoldenCheck, engine: Any, opts: TimingOptions) -> Path:
     doc = {"schema": SCHEMA, "config": engine.config.name, "config_hash": engine.result.config_hash,
            "device_class": device_class(engine.result.device), "versions": dict(engine.result.versions),
            "approval": check.settings.approve, "benchmark": result.to_json()}
-    write_bytes_atomic(path, json.dumps(doc, indent=1, sort_keys=True).encode())
+    write_json_atomic(path, doc, indent=1)
     return path
 
 
@@ -121,7 +121,7 @@ def verify(check: GoldenCheck, engine: Any, opts: TimingOptions) -> list[DriftVe
     """Measure and compare with the timing snapshot; raise GoldenRegression on a drift that repeats."""
     __tracebackhide__ = True
     from pytest_trt.compare.timing import timing_drift
-    from pytest_trt.golden.workflow import GoldenRegression
+    from pytest_trt.errors import GoldenRegression
     from pytest_trt.timing import BenchmarkResult
 
     name = engine.config.name

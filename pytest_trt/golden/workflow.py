@@ -24,7 +24,7 @@ from pytest_trt.compare.assess import assess, refusals
 from pytest_trt.compare.render import render_deltas, render_regression, update_command
 from pytest_trt.compare.thresholds import ThresholdSet
 from pytest_trt.compare.verdict import NO_LABELS, NOT_EVALUATED, MetricCheck, OutputMetrics, Verdict
-from pytest_trt.errors import EngineNotRunnable, GoldenError, GoldenTainted
+from pytest_trt.errors import EngineNotRunnable, GoldenError, GoldenRegression, GoldenTainted
 from pytest_trt.golden import structure
 from pytest_trt.golden.approvals import Approval
 from pytest_trt.golden.dataset import GoldenDataset
@@ -54,10 +54,6 @@ class EngineLike(Protocol):
     def backend_name(self) -> str: ...
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]: ...
-
-
-class GoldenRegression(GoldenError, AssertionError):
-    """Outputs or structure moved beyond the allowed thresholds (a test failure, not an error)."""
 
 
 class GoldenStructureWarning(UserWarning):

@@ -15,11 +15,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pytest_trt.errors import CommandInputError
+
 EXIT_OK, EXIT_FAILED, EXIT_FILE = 0, 1, 3
-
-
-class UpgradeInputError(Exception):
-    """A path given to the upgrade commands cannot be used; the message is the one line shown."""
 
 
 def _print(args: argparse.Namespace, doc: Any, lines: list[str]) -> None:
@@ -35,19 +33,33 @@ def cmd_log_diff(args: argparse.Namespace) -> int:
 
     for p in (args.old, args.new, args.onnx):
         if p is not None and not p.is_file():
-            raise UpgradeInputError(f"{p}: no such file")
+            raise CommandInputError(f"{p}: no such file")
     try:
         result = diff_logs(args.old, args.new, mask_tactics=not args.tactics, onnx=args.onnx)
     except (TrtError, OSError, UnicodeDecodeError, ValueError) as exc:
-        raise UpgradeInputError(f"cannot read the logs as TensorRT build logs ({exc})") from None
+        raise CommandInputError(f"cannot read the logs as TensorRT build logs ({exc})") from None
     _print(args, result.to_dict(), result.lines())
     return EXIT_OK if result.diff.is_empty else EXIT_FAILED
 
 
 def cmd_upgrade_report(args: argparse.Namespace) -> int:
-    from pytest_trt.upgrade.report import run_report
+    from pytest_trt.errors import PairingError
+    from pytest_trt.upgrade.report import make_report, summary_lines, write_html
 
-    return int(run_report(args))
+    try:
+        report = make_report(args.old, args.new, mask_tactics=not args.tactics, localize=args.localize)
+    except PairingError as exc:
+        raise CommandInputError(str(exc)) from None
+    html, digest = None, None
+    if not args.no_html:
+        html = Path(args.output)
+        digest = write_html(report, html, tactics=args.tactics)
+    if args.json:
+        print(json.dumps({**report.to_dict(), "html": str(html) if html else None, "html_sha256": digest},
+                         indent=2, sort_keys=True, default=str))
+    else:
+        print("\n".join(summary_lines(report, html=html, digest=digest)))
+    return EXIT_OK if report.ok else EXIT_FAILED
 
 
 def register_log_diff(log: Any, common: argparse.ArgumentParser) -> None:

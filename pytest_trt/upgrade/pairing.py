@@ -8,15 +8,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_trt.audit.failures import FAILED_SUFFIX
+from pytest_trt.errors import PairingError
+
 if TYPE_CHECKING:
     from pytest_trt.audit.verify import VerifiedBundle
-
-#: suffix of the note pytest-trt writes into the bundle folder when a build fails (see failures.py)
-FAILED_SUFFIX = ".build-failed.json"
-
-
-class PairingError(Exception):
-    """A run cannot be read (no such path, nothing in it, a bundle that fails verification)."""
 
 
 def backend_of(build: Mapping[str, Any]) -> tuple[str, str]:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
 from pathlib import Path
 
 from pytest_trt.upgrade.model import REGRESSION, UNCHANGED, UpgradeReport, build_report
-from pytest_trt.upgrade.pairing import PairingError, load_run, pair_runs
+from pytest_trt.upgrade.pairing import load_run, pair_runs
 
 
 def make_report(old: str, new: str, *, mask_tactics: bool = True, localize: bool = False) -> UpgradeReport:
@@ -60,21 +58,3 @@ def write_html(report: UpgradeReport, path: Path, *, tactics: bool = False) -> s
     write_bytes_atomic(path, data)
     return hashlib.sha256(data).hexdigest()
 
-
-def run_report(args: argparse.Namespace) -> int:
-    from pytest_trt.upgrade.cli import EXIT_FAILED, EXIT_OK, UpgradeInputError
-
-    try:
-        report = make_report(args.old, args.new, mask_tactics=not args.tactics, localize=args.localize)
-    except PairingError as exc:
-        raise UpgradeInputError(str(exc)) from None
-    html, digest = None, None
-    if not args.no_html:
-        html = Path(args.output)
-        digest = write_html(report, html, tactics=args.tactics)
-    if args.json:
-        print(json.dumps({**report.to_dict(), "html": str(html) if html else None, "html_sha256": digest},
-                         indent=2, sort_keys=True, default=str))
-    else:
-        print("\n".join(summary_lines(report, html=html, digest=digest)))
-    return EXIT_OK if report.ok else EXIT_FAILED

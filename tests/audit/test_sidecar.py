@@ -44,8 +44,11 @@ def test_a_bundle_changed_behind_the_sidecar_is_rewritten(tmp_path: Path, mnv2: 
 
 
 class _Engine:
-    def __init__(self, result: Any, record: Any) -> None:
+    """What the recorder reads of an Engine; ``artifact_dir`` set: an engine served from that cache entry."""
+
+    def __init__(self, result: Any, record: Any, artifact_dir: Path | None = None) -> None:
         self.result, self.record, self.config = result, record, None
+        self.cached, self.artifact_dir = artifact_dir is not None, artifact_dir
 
 
 def test_cache_hit_session_neither_gunzips_nor_rewrites(tmp_path: Path, mnv2: Any, record_of: Any,
@@ -68,3 +71,87 @@ def test_cache_hit_session_neither_gunzips_nor_rewrites(tmp_path: Path, mnv2: An
     assert os.stat(info.path).st_mtime_ns == mtime
     monkeypatch.undo()
     assert verify_bundle(info.path).golden == {"t::a": {"verdict": "pass"}}  # verdicts kept
+
+
+def _cached_engine(tmp_path: Path, result: Any, record: Any) -> _Engine:
+    from pytest_trt.cache import EngineCache
+
+    return _Engine(result, record, EngineCache(tmp_path / "cache").store("ab" * 32, result))
+
+
+def _settings(folder: Path) -> AuditSettings:
+    return AuditSettings(bundle_dir=folder, sign_key=None, include_engine=True, include_hostname=False,
+                         rootdir=folder)
+
+
+def _no_content(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("bundle_members ran: the sidecar's inputs digest should have answered")
+
+
+def test_cache_hit_keeps_the_bundle_without_building_its_content(tmp_path: Path, mnv2: Any, record_of: Any,
+                                                                 environment: dict[str, Any],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = _cached_engine(tmp_path, mnv2, record_of(mnv2))
+    info = BundleRecorder(_settings(tmp_path / "b"), _environment=environment).bundle(engine)  # type: ignore[arg-type]
+    state = sidecar.read_state(info.path)
+    assert state is not None and state.inputs_sha256 is not None and len(state.inputs_sha256) == 64
+    mtime = os.stat(info.path).st_mtime_ns
+    monkeypatch.setattr("pytest_trt.audit.bundle.bundle_members", _no_content)
+    monkeypatch.setattr("pytest_trt.audit.verify.verify_bundle", _no_content)
+    monkeypatch.setattr("pytest_trt.fileio.acquire_lock", _no_content)  # reading needs no lock
+    again = BundleRecorder(_settings(tmp_path / "b"), _environment=environment).bundle(engine)  # type: ignore[arg-type]
+    assert again == info and os.stat(info.path).st_mtime_ns == mtime
+
+
+def test_changed_inputs_build_the_content_again(tmp_path: Path, mnv2: Any, record_of: Any,
+                                                environment: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = _cached_engine(tmp_path, mnv2, record_of(mnv2))
+    info = BundleRecorder(_settings(tmp_path / "b"), _environment=environment).bundle(engine)  # type: ignore[arg-type]
+    other = {**environment, "python": {**environment.get("python", {}), "version": "0.0.0-other"}}
+    changed = BundleRecorder(_settings(tmp_path / "b"), _environment=other).bundle(engine)  # type: ignore[arg-type]
+    assert changed.sha256 != info.sha256
+    assert verify_bundle(changed.path).environment["python"]["version"] == "0.0.0-other"
+    # a new golden verdict changes the inputs too
+    recorder = BundleRecorder(_settings(tmp_path / "b"), _environment=other)
+    recorder.golden[recorder.key(engine)] = {"t::a": {"verdict": "pass"}}  # type: ignore[arg-type]
+    with_golden = recorder.bundle(engine)  # type: ignore[arg-type]
+    assert with_golden.sha256 != changed.sha256 and verify_bundle(with_golden.path).golden == {"t::a": {"verdict": "pass"}}
+
+
+def test_same_content_from_a_fresh_build_records_its_inputs_once(tmp_path: Path, mnv2: Any, record_of: Any,
+                                                                  environment: dict[str, Any],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    fresh = _Engine(mnv2, record_of(mnv2))  # just built: no cache entry to name the result by
+    info = BundleRecorder(_settings(tmp_path / "b"), _environment=environment).bundle(fresh)  # type: ignore[arg-type]
+    state = sidecar.read_state(info.path)
+    assert state is not None and state.inputs_sha256 is None
+    mtime = os.stat(info.path).st_mtime_ns
+    cached = _cached_engine(tmp_path, mnv2, record_of(mnv2))
+    hit = BundleRecorder(_settings(tmp_path / "b"), _environment=environment).bundle(cached)  # type: ignore[arg-type]
+    state = sidecar.read_state(info.path)
+    assert hit.sha256 == info.sha256 and os.stat(info.path).st_mtime_ns == mtime  # same bytes: not rewritten
+    assert state is not None and state.inputs_sha256 is not None  # ... and the next hit needs no content
+    monkeypatch.setattr("pytest_trt.audit.bundle.bundle_members", _no_content)
+    assert BundleRecorder(_settings(tmp_path / "b"), _environment=environment).bundle(cached) == hit  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("damage", ["tampered", "missing"])
+def test_a_tampered_or_missing_bundle_is_rewritten_and_verifies(tmp_path: Path, mnv2: Any, record_of: Any,
+                                                                environment: dict[str, Any], damage: str) -> None:
+    engine = _cached_engine(tmp_path, mnv2, record_of(mnv2))
+    info = BundleRecorder(_settings(tmp_path / "b"), _environment=environment).bundle(engine)  # type: ignore[arg-type]
+    if damage == "missing":
+        info.path.unlink()
+    else:
+        data = bytearray(info.path.read_bytes())
+        data[len(data) // 2] ^= 0xFF  # same size: only the inode's ctime tells
+        info.path.chmod(0o644)
+        info.path.write_bytes(bytes(data))
+    recorder = BundleRecorder(_settings(tmp_path / "b"), _environment=environment)
+    again = recorder.bundle(engine)  # type: ignore[arg-type]
+    assert again.sha256 == info.sha256 and verify_bundle(again.path).engine_sha256 == mnv2.engine_sha256
+    if damage == "tampered":
+        assert (tmp_path / "b" / (info.path.name + ".invalid")).is_file()
+        assert len(recorder.failures) == 1 and "failed verification" in recorder.failures[0]
+    else:
+        assert recorder.failures == []

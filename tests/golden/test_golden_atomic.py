@@ -79,6 +79,7 @@ def test_lock_timeout_names_the_lock(tmp_path: Path) -> None:
 
     path = tmp_path / "tiny.h5"
     with FileLock(str(atomic.lock_path(path))):
-        with pytest.raises(GoldenError, match=r"could not lock .*tiny\.h5 within 0 s: another process is updating it; if none is, remove .*tiny\.h5\.lock$"):
+        with pytest.raises(GoldenError, match=r"could not lock golden file .*tiny\.h5 within 0\.1 s: another process "
+                           r"holds .*tiny\.h5\.lock; if none does \(a killed run\), delete that file and run again$"):
             with atomic.update(path, timeout=0.1):
                 pass

@@ -8,14 +8,14 @@ written atomically, named ``<name>-v<version>-<backend>.build-failed.json``.
 from __future__ import annotations
 
 import importlib.metadata
-import json
 import re
 from pathlib import Path
 from typing import Any
 
-from pytest_trt.fileio import write_bytes_atomic
-from pytest_trt.upgrade.pairing import FAILED_SUFFIX
+from pytest_trt.fileio import write_json_atomic
 
+#: the note's file name ends so; ``pytest-trt upgrade-report`` reads such notes as "could not build"
+FAILED_SUFFIX = ".build-failed.json"
 _DISTRIBUTION = {"tensorrt-rtx": "tensorrt-rtx", "tensorrt": "tensorrt", "onnxruntime": "onnxruntime"}
 
 
@@ -52,9 +52,7 @@ def write_failure_note(folder: Path, note: dict[str, Any]) -> Path:
     config = note["config"]
     name = f"{_safe(config['name'])}-v{_safe(config['version'])}-{_safe(note['backend'])}{FAILED_SUFFIX}"
     path = Path(folder) / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = (json.dumps(note, sort_keys=True, indent=1) + "\n").encode("utf-8")
-    write_bytes_atomic(path, data)
+    write_json_atomic(path, note, indent=1)
     return path
 
 

@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
-
-class ReportReferenceError(ValueError):
-    """The report file given to the approval cannot be read."""
+from pytest_trt.errors import ReportReferenceError
+from pytest_trt.fileio import sha256_file
 
 
 def report_reference(path: str | Path) -> dict[str, Any]:
     """``{"path": ..., "sha256": ...}`` of the report, for APPROVALS.jsonl and the golden's history."""
     p = Path(path)
     try:
-        data = p.read_bytes()
+        digest = sha256_file(p)
     except OSError as exc:
         raise ReportReferenceError(
             f"--trt-approve-report {p}: cannot read the report ({exc.strerror or exc}); write it first with "
             "`pytest-trt upgrade-report OLD NEW -o report.html`") from None
-    return {"path": str(p), "sha256": hashlib.sha256(data).hexdigest()}
+    return {"path": str(p), "sha256": digest}

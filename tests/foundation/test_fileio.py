@@ -1,0 +1,165 @@
+"""pytest_trt.fileio: atomic writes, directory replace, the one file lock, file sha256."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_trt.errors import LockTimeout
+from pytest_trt.fileio import (
+    acquire_lock,
+    locked,
+    replace_directory,
+    sha256_file,
+    write_bytes_atomic,
+    write_json_atomic,
+    write_text_atomic,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: N processes each add 1 to a counter file K times, read-modify-write with a pause in between:
+#: only a lock that really excludes the others gives N*K
+_COUNTER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from pytest_trt.fileio import locked
+    counter, rounds = Path(sys.argv[1]), int(sys.argv[2])
+    for _ in range(rounds):
+        with locked(counter.with_name("counter.lock"), what=f"counter {counter}", timeout=60):
+            value = int(counter.read_text())
+            time.sleep(0.005)
+            counter.write_text(str(value + 1))
+""")
+
+_HOLDER = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from pytest_trt.fileio import acquire_lock
+    held = acquire_lock(Path(sys.argv[1]), what="x", timeout=10)
+    print("held", flush=True)
+    time.sleep(60)
+""")
+
+
+def test_lock_excludes_other_processes(tmp_path: Path) -> None:
+    counter = tmp_path / "counter"
+    counter.write_text("0")
+    procs = [subprocess.Popen([sys.executable, "-c", _COUNTER, str(counter), "15"], cwd=ROOT) for _ in range(3)]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
+    assert counter.read_text() == "45"
+
+
+def test_lock_timeout_names_what_and_the_lock_file(tmp_path: Path) -> None:
+    lock_file = tmp_path / "sub" / "thing.lock"
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(lock_file)], cwd=ROOT, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(LockTimeout) as info:
+            with locked(lock_file, what="golden file /x/model.h5", timeout=0.2):
+                pass
+        assert str(info.value) == (f"could not lock golden file /x/model.h5 within 0.2 s: another process holds "
+                                   f"{lock_file}; if none does (a killed run), delete that file and run again")
+        assert info.value.lock_file == lock_file and info.value.what == "golden file /x/model.h5"
+    finally:
+        holder.kill()
+        holder.wait()
+    acquire_lock(lock_file, what="x", timeout=5).release()  # free again once the holder is gone
+
+
+def test_lock_is_released_by_another_thread(tmp_path: Path) -> None:
+    import threading
+
+    held = acquire_lock(tmp_path / "k.lock", what="cache key k")
+    worker = threading.Thread(target=held.release)
+    worker.start()
+    worker.join()
+    acquire_lock(tmp_path / "k.lock", what="cache key k", timeout=1).release()
+
+
+def test_atomic_writes_leave_no_temporary_file(tmp_path: Path) -> None:
+    target = tmp_path / "a" / "f.json"
+    write_json_atomic(target, {"b": 1, "a": [1, 2]})
+    assert target.read_bytes() == b'{"a":[1,2],"b":1}\n'
+    write_json_atomic(target, {"b": 1}, indent=1)
+    assert target.read_text() == '{\n "b": 1\n}\n' and json.loads(target.read_text()) == {"b": 1}
+    write_text_atomic(tmp_path / "t.txt", "caf\u00e9")
+    assert (tmp_path / "t.txt").read_bytes() == b"caf\xc3\xa9"
+    write_bytes_atomic(tmp_path / "r.bin", b"x", mode=0o444)
+    assert (tmp_path / "r.bin").stat().st_mode & 0o777 == 0o444
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a", "f.json", "r.bin", "t.txt"]
+
+
+def test_a_failed_atomic_write_keeps_the_old_file(tmp_path: Path) -> None:
+    from pytest_trt.fileio import write_atomic
+
+    target = tmp_path / "f"
+    target.write_bytes(b"old")
+
+    def half(fh: object) -> None:
+        fh.write(b"half")  # type: ignore[attr-defined]
+        raise RuntimeError("writer died")
+
+    with pytest.raises(RuntimeError):
+        write_atomic(target, half)  # type: ignore[arg-type]
+    assert target.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["f"]
+
+
+def test_replace_directory(tmp_path: Path) -> None:
+    target = tmp_path / "entry"
+
+    def fill(content: str) -> object:
+        return lambda folder: (folder / "data").write_text(content)
+
+    replace_directory(target, fill("one"))  # type: ignore[arg-type]
+    replace_directory(target, fill("two"), staging=tmp_path / "tmp")  # type: ignore[arg-type]
+    assert (target / "data").read_text() == "two" and list((tmp_path / "tmp").iterdir()) == []
+
+    def broken(folder: Path) -> None:
+        (folder / "data").write_text("partial")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        replace_directory(target, broken)
+    assert (target / "data").read_text() == "two"  # the old folder is untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["entry", "tmp"]  # no temporary folder left
+
+
+def test_sha256_file(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(b"abc" * 700_000)  # over one 1 MiB read block
+    # the coreutils sha256sum of the same file, not this code
+    expected = subprocess.run(["sha256sum", str(path)], capture_output=True, text=True, check=True).stdout.split()[0]
+    assert sha256_file(path) == expected == sha256_file(str(path), memo=True)
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    assert sha256_file(empty) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+
+def test_edited_copy_replaces_on_success_only(tmp_path: Path) -> None:
+    from pytest_trt.fileio import edited_copy
+
+    path = tmp_path / "g.h5"
+    path.write_bytes(b"v1")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale_other = tmp_path / f".other.h5.tmp-{int(dead.stdout)}"  # a dead writer's copy of another file
+    stale_other.write_bytes(b"old copy")
+    with pytest.raises(RuntimeError):
+        with edited_copy(path) as tmp:
+            assert tmp.read_bytes() == b"v1" and tmp != path
+            tmp.write_bytes(b"half")
+            raise RuntimeError("writer failed")
+    assert path.read_bytes() == b"v1" and not stale_other.exists()
+    with edited_copy(path) as tmp:
+        tmp.write_bytes(b"v2")
+    assert path.read_bytes() == b"v2" and sorted(p.name for p in tmp_path.iterdir()) == ["g.h5"]
+    with edited_copy(tmp_path / "new.h5") as tmp:
+        assert not tmp.exists()  # nothing to copy: the caller creates it
+        tmp.write_bytes(b"n")
+    assert (tmp_path / "new.h5").read_bytes() == b"n"
