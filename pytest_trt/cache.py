@@ -1,6 +1,7 @@
 """Content-addressed engine cache.
 
-Key = sha256 over the ONNX bytes' hash, the canonical config, backend name and
+Key (:func:`pytest_trt.backends.request.cache_key`, made once per build request)
+= sha256 over the ONNX bytes' hash, the canonical config, backend name and
 versions, device identity and the artifact/record schema versions.  An entry
 is a folder ``<dir>/<key[:2]>/<key>/`` with the artifact files and
 ``entry.json`` listing each file's sha256.  Entries are written into a
@@ -24,31 +25,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pytest_trt.artifact import ARTIFACT_SCHEMA, ENGINE_FILE, BuildResult
+from pytest_trt.artifact import ENGINE_FILE, BuildResult
+from pytest_trt.backends.request import CACHE_SCHEMA
 from pytest_trt.errors import CacheCorrupt, FolderUnusable
 from pytest_trt.fileio import pid_alive, write_bytes_atomic
 
 ENTRY_FILE = "entry.json"
-CACHE_SCHEMA = 1
 #: corrupt entries kept for inspection (newest first); older ones are deleted
 KEEP_CORRUPT = 5
-
-
-def cache_key(
-    *, onnx_sha256: str, canonical_config: str, backend: str, versions: dict[str, str], device: dict[str, Any]
-) -> str:
-    from pytest_trt.buildlog.record import RECORD_SCHEMA  # the buildlog package is not loaded with the plugin
-
-    material = {
-        "schema": [CACHE_SCHEMA, ARTIFACT_SCHEMA, RECORD_SCHEMA],
-        "onnx_sha256": onnx_sha256,
-        "config": canonical_config,
-        "backend": backend,
-        "versions": versions,
-        "device": device,
-    }
-    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
-
 
 
 def _sha256(path: Path) -> str:

@@ -7,7 +7,6 @@ written atomically, named ``<name>-v<version>-<backend>.build-failed.json``.
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 import re
 from pathlib import Path
@@ -16,14 +15,13 @@ from typing import Any
 from pytest_trt.fileio import write_bytes_atomic
 from pytest_trt.upgrade.pairing import FAILED_SUFFIX
 
-_DISTRIBUTION = {"tensorrt-rtx": "tensorrt-rtx", "tensorrt": "tensorrt", "onnxruntime": "onnxruntime"}
-
 
 def _version(backend: str | None) -> str:
-    try:
-        return importlib.metadata.version(_DISTRIBUTION.get(backend or "", backend or "unknown"))
-    except (importlib.metadata.PackageNotFoundError, ValueError):
+    from pytest_trt.backends import registry
+
+    if registry.find(backend) is None:
         return "unknown"
+    return registry.installed_version(str(backend)) or "unknown"
 
 
 def _safe(text: str) -> str:
