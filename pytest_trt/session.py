@@ -61,6 +61,7 @@ class EngineProvider:
         self._backend: Backend | None = backend
         self._by_key: dict[str, Engine] = {}
         self._requests: dict[int, BuildRequest] = {}
+        self._validated: set[str] = set()
         self.events: list[EngineEvent] = []
         self._writers: list[threading.Thread] = []
         self.write_errors: list[str] = []
@@ -79,7 +80,7 @@ class EngineProvider:
         return [e.engine for e in self.events]
 
     def request_for(self, config: BuildConfig) -> BuildRequest:
-        """The build request of ``config``: made (validated, hashed, keyed) once per config object and ONNX content.
+        """The build request of ``config``: made (hashed, keyed) once per config object and ONNX content.
 
         The ONNX hash is memoised by file identity, so asking again costs a ``stat``; versions come
         from package metadata and the device from the host probe, so no backend library is imported.
@@ -88,9 +89,15 @@ class EngineProvider:
         known = self._requests.get(id(config))
         if known is not None and known.config is config and known.onnx_sha256 == onnx_sha256:
             return known
-        request = BuildRequest.create(self.backend, config, onnx_sha256=onnx_sha256)
+        request = BuildRequest.create(self.backend, config, onnx_sha256=onnx_sha256, validate=False)
         self._requests[id(config)] = request
         return request
+
+    def _validate(self, request: BuildRequest) -> None:
+        """Validate a request's config before building it, once (a cache hit needs no validation)."""
+        if request.key not in self._validated:
+            self.backend.validate(request.config)
+            self._validated.add(request.key)
 
     def key_for(self, config: BuildConfig) -> str:
         """The engine cache key of ``config``."""
@@ -120,6 +127,7 @@ class EngineProvider:
                 result = None
             if result is not None:
                 return self._cached(key, config, result)
+        self._validate(request)  # an unsupported option is reported before "not built"
         if not self.build_enabled:
             raise EngineNotBuilt(
                 f"engine {config.name!r} ({backend.name}) is not in the cache {self.cache.root}; "

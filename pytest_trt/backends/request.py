@@ -49,6 +49,7 @@ class BuildRequest:
     ``config`` has been validated by the backend named ``backend``; ``onnx_sha256`` is
     the hash of ``config.onnx``; ``config_hash`` is ``config.hash_with(onnx_sha256)``;
     ``versions`` and ``device`` are the backend's as they enter ``key``, the cache key.
+    ``backend.build(request)`` does not validate again: whoever makes the request validates.
     """
 
     config: BuildConfig
@@ -60,9 +61,17 @@ class BuildRequest:
     key: str
 
     @classmethod
-    def create(cls, backend: Backend, config: BuildConfig, *, onnx_sha256: str | None = None) -> BuildRequest:
-        """Validate ``config`` with ``backend`` and compute everything a build and its cache key need."""
-        backend.validate(config)
+    def create(
+        cls, backend: Backend, config: BuildConfig, *, onnx_sha256: str | None = None, validate: bool = True
+    ) -> BuildRequest:
+        """Compute everything a build and its cache key need; validate ``config`` with ``backend`` first.
+
+        ``validate=False`` is for the cache lookup: an entry exists under a key only if a build of that
+        exact config, backend version and device passed validation, so a cache hit needs no validation
+        (and no backend library import); the caller validates before building.
+        """
+        if validate:
+            backend.validate(config)
         sha = onnx_sha256 if onnx_sha256 is not None else config.onnx_sha256
         versions = backend.versions()
         device = backend.device(config)
