@@ -122,7 +122,7 @@ def test_a_registered_backend_is_a_trt_backend_choice_in_pytest(
 ) -> None:
     """A plugin registering the row before pytest-trt loads (``-p``) is all the options need."""
     monkeypatch.setenv("COLUMNS", "250")  # help lines unwrapped
-    pytester.makepyfile(toy_backend_plugin=textwrap.dedent(f"""
+    pytester.makepyfile(toy_backend_plugin=textwrap.dedent("""
         from pytest_trt.backends import registry
         from pytest_trt.backends.registry import BackendSpec
 
