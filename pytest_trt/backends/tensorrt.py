@@ -22,17 +22,14 @@ from pytest_trt import hostprobe
 from pytest_trt.artifact import BuildResult
 from pytest_trt.backends import registry
 from pytest_trt.backends.request import BuildRequest, as_request
-from pytest_trt.backends.trt_apply import apply_config, check_network_inputs, read_back
-from pytest_trt.backends.trt_features import Features, probe
-from pytest_trt.backends.trt_logger import capture_logger
 from pytest_trt.config import MEMORY_POOLS, BuildConfig
 from pytest_trt.errors import BuildFailed, EngineNotRunnable, UnsupportedOption
 from pytest_trt.fileio import write_bytes_atomic
-from pytest_trt.onnx_limits import unsupported_reason
 
 if TYPE_CHECKING:
     from pytest_trt.backends.base import Runner
     from pytest_trt.backends.registry import BackendSpec
+    from pytest_trt.backends.trt_features import Features
     from pytest_trt.buildlog.record import BuildRecord
 
 # One build at a time per process: the TensorRT logger is process-global.
@@ -63,6 +60,8 @@ class TensorRTBackend:
 
     @functools.cached_property
     def features(self) -> Features:
+        from pytest_trt.backends.trt_features import probe  # the build modules load when a build needs them
+
         return probe(self.trt)
 
     def version(self) -> str:
@@ -177,6 +176,8 @@ class TensorRTBackend:
         return self._build_checked(config, request, request.onnx_sha256)
 
     def _build_checked(self, config: BuildConfig, request: BuildRequest, onnx_sha: str) -> BuildResult:
+        from pytest_trt.backends.trt_logger import capture_logger
+
         trt = self.trt
         logger = capture_logger(trt)
         with _BUILD_LOCK:
@@ -198,6 +199,9 @@ class TensorRTBackend:
         return final
 
     def _build_locked(self, config: BuildConfig, request: BuildRequest, logger: Any, onnx_sha: str) -> BuildResult:
+        from pytest_trt.backends.trt_apply import apply_config, check_network_inputs, read_back
+        from pytest_trt.onnx_limits import unsupported_reason
+
         trt, f = self.trt, self.features
         builder = trt.Builder(logger)
         flags = 0
@@ -296,6 +300,7 @@ class TensorRTBackend:
         reason = self.not_runnable_reason()
         if reason is not None:
             raise EngineNotRunnable(f"cannot run {self.name} engine {config.name!r} here: {reason}")
+        from pytest_trt.backends.trt_logger import capture_logger
         from pytest_trt.backends.trt_runner import TrtRunner
 
         return TrtRunner(self.trt, capture_logger(self.trt), result.engine)
