@@ -59,6 +59,8 @@ class BackendSpec:
     options_field: str | None = None
     #: other distributions whose versions can change an engine and so enter the cache key
     key_packages: tuple[str, ...] = ("onnx",)
+    #: runs engines on any CPU (the hint when a GPU backend's engine cannot run here)
+    runs_on_cpu: bool = False
 
 
 _SPECS: dict[str, BackendSpec] = {
@@ -79,6 +81,7 @@ _SPECS: dict[str, BackendSpec] = {
             name="onnxruntime", module="onnxruntime", distributions=("onnxruntime", "onnxruntime-gpu"),
             extra="ort", slug="ort", auto_rank=2, factory="pytest_trt.backends.onnxruntime:create",
             title="ONNX Runtime (runs on the CPU)", options_field="ort", key_packages=("onnx", "numpy"),
+            runs_on_cpu=True,
         ),
     )
 }
@@ -127,6 +130,20 @@ def spec(name: str) -> BackendSpec:
 def find(name: str | None) -> BackendSpec | None:
     """The row of ``name``, or None (names read back from old bundles and goldens)."""
     return _SPECS.get(name or "")
+
+
+def name_of_module(module: str) -> str:
+    """The backend whose library is the Python module ``module`` (``tensorrt_rtx`` -> ``tensorrt-rtx``)."""
+    found = next((s for s in specs() if s.module == module), None)
+    if found is None:
+        raise BackendUnavailable(f"no backend uses the Python module {module!r}; backends: {', '.join(names())}",
+                                 backend=module)
+    return found.name
+
+
+def cpu_backend() -> str | None:
+    """The first backend that runs engines on any CPU (``onnxruntime``), or None."""
+    return next((s.name for s in specs() if s.runs_on_cpu), None)
 
 
 def slug(name: str) -> str | None:

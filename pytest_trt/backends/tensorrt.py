@@ -50,7 +50,7 @@ class TensorRTBackend:
 
     def __init__(self, module: str = "tensorrt") -> None:
         self.module_name = module
-        self.name = next(s.name for s in registry.specs() if s.module == module)
+        self.name = registry.name_of_module(module)
         # TensorRT-RTX builds ahead of time for compute capabilities (as Features.is_rtx, without the import)
         self.is_rtx = module == "tensorrt_rtx"
 
