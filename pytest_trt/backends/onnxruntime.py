@@ -192,7 +192,7 @@ class OrtBackend:
         if not hasattr(ort.GraphOptimizationLevel, LEVELS[opts.graph_optimization_level]):
             raise UnsupportedOption(
                 f"ort.graph_optimization_level={opts.graph_optimization_level!r} needs a newer onnxruntime than "
-                f"{ort.__version__}; choose 'extended' or 'all', or upgrade onnxruntime",
+                f"{self.version()}; choose 'extended' or 'all', or upgrade onnxruntime",
                 backend=NAME, option="ort.graph_optimization_level",
             )
         available = ort.get_available_providers()
@@ -200,7 +200,7 @@ class OrtBackend:
         if missing or not opts.execution_providers:
             raise UnsupportedOption(
                 f"BuildConfig {config.name!r}: execution provider(s) {', '.join(missing) or '(none)'} not available in "
-                f"onnxruntime {ort.__version__} here (available: {', '.join(available)}); install the onnxruntime "
+                f"onnxruntime {self.version()} here (available: {', '.join(available)}); install the onnxruntime "
                 f"package that has them, or pin ort.execution_providers to available ones",
                 backend=NAME, option="ort.execution_providers",
             )

@@ -350,8 +350,8 @@ def build_result(
 ) -> BuildResult:
     """The :class:`BuildResult` of a TensorRT-family build (no TensorRT needed: tested on its own).
 
-    ``backend`` is the name (``tensorrt``, ``tensorrt-rtx``), ``version`` the
-    module's ``__version__``; the log is filled in once capture stops.
+    ``backend`` is the name (``tensorrt``, ``tensorrt-rtx``), ``version`` the library's
+    version (:func:`pytest_trt.backends.registry.installed_version`); the log is filled in once capture stops.
     """
     return BuildResult(
         backend=backend,
