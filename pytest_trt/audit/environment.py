@@ -27,7 +27,6 @@ import re
 import shutil
 import socket
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -122,25 +121,16 @@ def _run(*cmd: str, cwd: Path | None = None) -> str | None:
 
 
 def backend_versions(backend: str | None) -> dict[str, Any]:
-    """Name, library version and ONNX parser version of ``backend``.
+    """Name and library version of ``backend``, from package metadata (:func:`registry.installed_version`).
 
-    The version comes from package metadata (:func:`registry.installed_version`), so capturing
-    never pays for importing TensorRT; the ONNX parser version is read from the module only when
-    the session already imported it (it built with it).
+    Capturing never imports the backend library, so the result is the same whether the session built
+    engines (library loaded) or took them all from the cache (not loaded): identical builds give
+    identical bundles.  ``onnx_parser`` is therefore always None here; each build records its parser
+    version with the engine (``build.json``: ``versions.onnx_parser``).
     """
-    out: dict[str, Any] = {"name": backend, "version": None, "onnx_parser": None}
     spec = registry.find(backend)
-    if spec is None:
-        return out
-    out["version"] = registry.installed_version(spec.name)
-    module = sys.modules.get(spec.module)
-    get_parser = getattr(module, "get_nv_onnx_parser_version", None)
-    if get_parser is not None:
-        try:
-            out["onnx_parser"] = str(get_parser())
-        except Exception:  # noqa: BLE001 - a probe never fails the capture
-            pass
-    return out
+    return {"name": backend, "version": None if spec is None else registry.installed_version(spec.name),
+            "onnx_parser": None}
 
 
 def _gpus() -> list[dict[str, Any]]:
