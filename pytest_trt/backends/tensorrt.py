@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import importlib
 import importlib.util
 import threading
 import time
-from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -190,13 +188,7 @@ class TensorRTBackend:
             except BaseException:
                 logger.stop()
                 raise
-            # the engine's sha256 (~10 ms for 14.7 MB, hashlib releases the GIL) is computed while the
-            # log entries are made: the cache entry and the bundle need it, and nothing hashes it again
-            digest = _sha256_in_background(result.engine)
-            log = tuple(logger.stop())
-        final = dataclasses.replace(result, log=log)
-        final.__dict__["engine_sha256"] = digest()  # BuildResult.engine_sha256 is a cached_property
-        return final
+            return dataclasses.replace(result, log=tuple(logger.stop()))
 
     def _build_locked(self, config: BuildConfig, request: BuildRequest, logger: Any, onnx_sha: str) -> BuildResult:
         from pytest_trt.backends.trt_apply import apply_config, check_network_inputs, read_back
@@ -321,19 +313,6 @@ class TensorRTBackend:
             if importlib.util.find_spec(mod) is not None:
                 return None
         return "neither cuda-python nor pycuda is installed (pip install 'pytest-trt[gpu]')"
-
-
-def _sha256_in_background(data: bytes) -> Callable[[], str]:
-    """Start hashing ``data`` on a thread; the returned function waits for the hex digest."""
-    out: list[str] = []
-    worker = threading.Thread(target=lambda: out.append(hashlib.sha256(data).hexdigest()), name="pytest-trt-sha256")
-    worker.start()
-
-    def wait() -> str:
-        worker.join()
-        return out[0] if out else hashlib.sha256(data).hexdigest()
-
-    return wait
 
 
 def build_result(
