@@ -90,6 +90,41 @@ def test_a_cache_miss_validates_hashes_and_probes_once(
     assert memo.stores == [str(config.onnx.resolve())] and len(probes) == 1
 
 
+class CountingHashlib:
+    """Stands in for ``hashlib`` in the artifact and cache modules: counts hashes of engine-size data."""
+
+    def __init__(self, engine_size: int) -> None:
+        self.engine_size = engine_size
+        self.engine_hashes = 0
+
+    def sha256(self, data: bytes = b"") -> Any:
+        import hashlib
+
+        if len(data) == self.engine_size:
+            self.engine_hashes += 1
+        return hashlib.sha256(data)
+
+
+@needs_rtx
+def test_the_engine_is_hashed_once_per_write_and_once_per_hit(
+    tmp_path: Path, config: BuildConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pytest_trt.artifact
+    import pytest_trt.cache
+
+    provider = EngineProvider("tensorrt-rtx", cache_dir=tmp_path / "cache", build=True)
+    engine = provider.get(config)
+    counter = CountingHashlib(len(engine.result.engine))
+    monkeypatch.setattr(pytest_trt.artifact, "hashlib", counter)
+    monkeypatch.setattr(pytest_trt.cache, "hashlib", counter)
+    assert not provider.flush()
+    assert engine.result.engine_sha256  # the writer's digest, kept
+    assert counter.engine_hashes == 1
+    hit = EngineProvider("tensorrt-rtx", cache_dir=tmp_path / "cache").get(config)
+    assert hit.cached and hit.result.engine_sha256 == engine.result.engine_sha256
+    assert counter.engine_hashes == 2  # read, checked against entry.json and kept: one hash
+
+
 @needs_rtx
 def test_an_unsupported_option_is_reported_before_not_built(tmp_path: Path, config: BuildConfig) -> None:
     from pytest_trt.errors import UnsupportedOption
