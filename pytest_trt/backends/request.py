@@ -1,10 +1,11 @@
 """The build request: everything about one build computed once, then handed to ``backend.build``.
 
 The engine provider makes one :class:`BuildRequest` per config and ONNX content:
-the backend validates the config (once), the ONNX file is hashed (once, and
-memoised by file identity), the backend's versions come from package metadata
-and the device is probed once per process.  The request's ``key`` is the engine
-cache key; a cache hit therefore needs no backend library import.
+the ONNX file is hashed (once, and memoised by file identity), the backend's
+versions come from package metadata and the device is probed once per process.
+The request's ``key`` is the engine cache key; a cache hit therefore needs no
+backend library import and no validation.  On a miss the provider validates the
+config once, then calls ``backend.build(request)``, which does not validate again.
 """
 
 from __future__ import annotations
@@ -46,10 +47,11 @@ def cache_key(
 class BuildRequest:
     """One build, fully determined: what :meth:`Backend.build` receives.
 
-    ``config`` has been validated by the backend named ``backend``; ``onnx_sha256`` is
-    the hash of ``config.onnx``; ``config_hash`` is ``config.hash_with(onnx_sha256)``;
-    ``versions`` and ``device`` are the backend's as they enter ``key``, the cache key.
-    ``backend.build(request)`` does not validate again: whoever makes the request validates.
+    ``config`` is built by the backend named ``backend``; ``onnx_sha256`` is the hash of
+    ``config.onnx``; ``config_hash`` is ``config.hash_with(onnx_sha256)``; ``versions`` and
+    ``device`` are the backend's as they enter ``key``, the cache key (and the built result).
+    ``backend.build(request)`` does not validate: whoever builds a request validates its config
+    first (:meth:`create` does by default; the provider does on a cache miss).
     """
 
     config: BuildConfig
