@@ -15,7 +15,7 @@ import functools
 import hashlib
 import json
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -132,15 +132,43 @@ class BuildResult:
         return dict(sorted(hashes.items()))
 
     @classmethod
-    def read(cls, folder: Path) -> BuildResult:
-        """Load an artifact folder written by :meth:`write` (raises on any missing or bad file)."""
-        build = json.loads((folder / BUILD_FILE).read_text(encoding="utf-8"))
-        conf = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
+    def read(cls, folder: Path, *, digests: Mapping[str, str] | None = None) -> BuildResult:
+        """Load an artifact folder written by :meth:`write` (raises ValueError on any missing or bad file).
+
+        ``digests``: the sha256 each file must have (what :meth:`write` returned, kept in a cache
+        entry's ``entry.json``).  Every file is read once and checked from memory; the engine is
+        hashed on a thread while the other files are read and the log is rebuilt.
+        """
         engine = (folder / ENGINE_FILE).read_bytes()
-        engine_sha256 = hashlib.sha256(engine).hexdigest()
-        if engine_sha256 != build["engine_sha256"]:
+        digest: list[str] = []
+        hasher = threading.Thread(target=lambda: digest.append(hashlib.sha256(engine).hexdigest()),
+                                  name="pytest-trt-engine-sha256")
+        hasher.start()
+        try:
+            result, recorded = cls._read_rest(folder, engine, digests or {})
+        finally:
+            hasher.join()
+        engine_sha256 = digest[0] if digest else hashlib.sha256(engine).hexdigest()
+        if digests is not None and ENGINE_FILE in digests and engine_sha256 != digests[ENGINE_FILE]:
+            raise ValueError(f"{ENGINE_FILE} does not match its sha256")
+        if engine_sha256 != recorded:
             raise ValueError(f"{folder / ENGINE_FILE}: sha256 does not match build.json")
-        lines = (folder / LOG_FILE).read_text(encoding="utf-8").split("\n")
+        result.__dict__["engine_sha256"] = engine_sha256  # hashed once: the cached_property's value
+        return result
+
+    @classmethod
+    def _read_rest(cls, folder: Path, engine: bytes, digests: Mapping[str, str]) -> tuple[BuildResult, str]:
+        """The result from the folder's other files, and the engine sha256 build.json records."""
+        raw = {name: (folder / name).read_bytes() for name in (BUILD_FILE, CONFIG_FILE, LOG_FILE)}
+        for name, want in digests.items():
+            if name == ENGINE_FILE:
+                continue
+            data = raw[name] if name in raw else (folder / name).read_bytes()
+            if hashlib.sha256(data).hexdigest() != want:
+                raise ValueError(f"{name} does not match its sha256")
+        build = json.loads(raw[BUILD_FILE].decode("utf-8"))
+        conf = json.loads(raw[CONFIG_FILE].decode("utf-8"))
+        lines = raw[LOG_FILE].decode("utf-8").split("\n")
         if lines and lines[-1] == "":
             lines.pop()
         log: list[LogEntry] = []
@@ -170,8 +198,7 @@ class BuildResult:
             backend_version=str(build.get("backend_version") or "")
             or legacy_backend_version(build["backend"], build["versions"]),
         )
-        result.__dict__["engine_sha256"] = engine_sha256  # hashed once: the cached_property's value
-        return result
+        return result, str(build["engine_sha256"])
 
 
 def legacy_backend_version(backend: str, versions: dict[str, str]) -> str:
