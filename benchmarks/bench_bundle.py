@@ -46,7 +46,7 @@ def main() -> None:
     from examples.models import mobilenet_v2, save
     from pytest_trt.audit.environment import capture_environment
     from pytest_trt.audit.recorder import AuditSettings, BundleRecorder
-    from pytest_trt.backends.base import create_backend
+    from pytest_trt.backends.registry import create_backend
     from pytest_trt.config import BuildConfig, Profile
     from pytest_trt.fileio import write_bytes_atomic
     from pytest_trt.session import EngineProvider

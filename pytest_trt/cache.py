@@ -1,6 +1,7 @@
 """Content-addressed engine cache.
 
-Key = sha256 over the ONNX bytes' hash, the canonical config, backend name and
+Key (:func:`pytest_trt.backends.request.cache_key`, made once per build request)
+= sha256 over the ONNX bytes' hash, the canonical config, backend name and
 versions, device identity and the artifact/record schema versions.  An entry
 is a folder ``<dir>/<key[:2]>/<key>/`` with the artifact files and
 ``entry.json`` listing each file's sha256.  Entries are written into a
@@ -13,16 +14,15 @@ so durability would cost every build (~15 ms here) for nothing.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
-from pytest_trt.artifact import ARTIFACT_SCHEMA, ENGINE_FILE, BuildResult
+from pytest_trt.artifact import ENGINE_FILE, BuildResult
+from pytest_trt.backends.request import CACHE_SCHEMA
 from pytest_trt.errors import CacheCorrupt, FolderUnusable
 from pytest_trt.fileio import (
     LOCK_TIMEOUT_S,
@@ -30,31 +30,12 @@ from pytest_trt.fileio import (
     acquire_lock,
     pid_alive,
     replace_directory,
-    sha256_file,
     write_bytes_atomic,
 )
 
 ENTRY_FILE = "entry.json"
-CACHE_SCHEMA = 1
 #: corrupt entries kept for inspection (newest first); older ones are deleted
 KEEP_CORRUPT = 5
-
-
-def cache_key(
-    *, onnx_sha256: str, canonical_config: str, backend: str, versions: dict[str, str], device: dict[str, Any]
-) -> str:
-    from pytest_trt.buildlog.record import RECORD_SCHEMA  # the buildlog package is not loaded with the plugin
-
-    material = {
-        "schema": [CACHE_SCHEMA, ARTIFACT_SCHEMA, RECORD_SCHEMA],
-        "onnx_sha256": onnx_sha256,
-        "config": canonical_config,
-        "backend": backend,
-        "versions": versions,
-        "device": device,
-    }
-    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
-
 
 
 class EngineCache:
@@ -105,15 +86,11 @@ class EngineCache:
             if entry.get("key") != key:
                 raise ValueError("entry.json names another key")
             files = dict(entry["files"])
-            engine_digest = files.pop(ENGINE_FILE)
-            for name, digest in files.items():
-                if sha256_file(folder / name) != digest:
-                    raise ValueError(f"{name} does not match its sha256")
-            # the engine (14.5 MB for a MobileNetV2) is hashed once, by read(), which keeps the digest
-            result = BuildResult.read(folder)
-            if result.engine_sha256 != engine_digest:
-                raise ValueError(f"{ENGINE_FILE} does not match its sha256")
-            return result
+            if ENGINE_FILE not in files:
+                raise KeyError(ENGINE_FILE)
+            # every file read once and checked from memory; the engine (14.7 MB for a MobileNetV2) hashed
+            # once, on a thread while the log is rebuilt, and the digest kept with the result
+            return BuildResult.read(folder, digests=files)
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise CacheCorrupt(
                 f"engine cache entry {folder} is corrupt ({exc}); it will be rebuilt", path=folder

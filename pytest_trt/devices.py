@@ -59,10 +59,7 @@ def worker_map(workers: int, devices: Sequence[str]) -> list[tuple[str, str]]:
 def pin(device: str, env: dict[str, str] | None = None) -> None:
     """Make ``device`` the only GPU this process sees (call before any CUDA library initialises)."""
     target = os.environ if env is None else env
-    target[ENV] = device
-    from pytest_trt.backends.device import gpus
-
-    gpus.cache_clear()
+    target[ENV] = device  # hostprobe.gpus() filters by the variable on every call: nothing cached to forget
 
 
 def header_line(devices: Sequence[str], workers: int | None, *, source: str) -> str:

@@ -42,7 +42,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _pinning(config: pytest.Config, given: str, workerinput: dict[str, object] | None) -> _Pinning:
     from pytest_trt import devices as dev
-    from pytest_trt.backends.device import gpus
+    from pytest_trt.hostprobe import gpus
 
     if given:
         try:

@@ -12,8 +12,10 @@ installed ``onnx`` package defines: no released exporter can write anything newe
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 
 @dataclass(frozen=True)
@@ -99,14 +101,63 @@ class OnnxHeader:
     opset: int | None  # the default ("" / "ai.onnx") domain's version; None when not imported
 
 
+def _read_varint(fh: BinaryIO) -> int | None:
+    """The next varint of ``fh``; None at a clean end of file; raises ValueError when truncated."""
+    value = shift = 0
+    while True:
+        byte = fh.read(1)
+        if not byte:
+            if shift:
+                raise ValueError("truncated varint")
+            return None
+        if shift > 63:
+            raise ValueError("varint too long")
+        value |= (byte[0] & 0x7F) << shift
+        if not byte[0] & 0x80:
+            return value
+        shift += 7
+
+
+def _top_fields(fh: BinaryIO, size: int, wanted: frozenset[int]) -> list[tuple[int, int, int | bytes]]:
+    """Top-level fields of the message in ``fh``: varints, and the bytes of the ``wanted`` length-delimited ones.
+
+    Other length-delimited fields (the graph: nearly the whole file) are skipped with a seek, not read.
+    """
+    out: list[tuple[int, int, int | bytes]] = []
+    while True:
+        tag = _read_varint(fh)
+        if tag is None:
+            return out
+        number, wire = tag >> 3, tag & 7
+        if wire == 0:
+            value = _read_varint(fh)
+            if value is None:
+                raise ValueError("truncated field")
+            out.append((number, wire, value))
+        elif wire == 2:
+            length = _read_varint(fh)
+            if length is None or fh.tell() + length > size:
+                raise ValueError("truncated field")
+            if number in wanted:
+                out.append((number, wire, fh.read(length)))
+            else:
+                fh.seek(length, 1)
+        elif wire in (1, 5):
+            fh.seek(8 if wire == 1 else 4, 1)
+        else:
+            raise ValueError(f"wire type {wire}")
+
+
 def read_header(path: Path) -> OnnxHeader | None:
     """IR version and default-domain opset of the ModelProto at ``path``; None when it is not one.
 
     Walks the top-level protobuf fields (ModelProto.ir_version = 1, opset_import = 8;
-    OperatorSetIdProto.domain = 1, version = 2) so the graph is skipped, not decoded.
+    OperatorSetIdProto.domain = 1, version = 2), seeking over the graph: a 14 MB model costs
+    a few small reads, not a read and a copy of the whole file.
     """
     try:
-        fields = _fields(path.read_bytes())
+        with open(path, "rb") as fh:
+            fields = _top_fields(fh, os.fstat(fh.fileno()).st_size, frozenset({8}))
     except (OSError, ValueError):
         return None
     ir = next((v for n, w, v in fields if n == 1 and w == 0 and isinstance(v, int)), None)

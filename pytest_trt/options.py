@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_trt.backends import registry
+
 ENGINE_BUILD = "--trt-engine-build"
 BACKEND = "--trt-backend"
 REBUILD = "--trt-rebuild"
@@ -18,7 +20,7 @@ INI_ENGINE_BUILD = "trt_engine_build"
 INI_BACKEND = "trt_backend"
 INI_CACHE_DIR = "trt_cache_dir"
 
-BACKEND_CHOICES = ("auto", "tensorrt", "tensorrt-rtx", "onnxruntime")
+BACKEND_CHOICES = registry.choices()  # ("auto", "tensorrt", "tensorrt-rtx", "onnxruntime")
 DEFAULT_CACHE_DIR = ".trt_cache"
 MARKER = "trt"
 MARKER_HELP = (

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_trt import options as opt
+from pytest_trt.backends import registry
 from pytest_trt.errors import TrtError
 from pytest_trt.keys import BUILD_FAILED, ITEM_ENGINES, PROVIDER, PROVIDER_FACTORY, provider_of
 
@@ -58,7 +59,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="trt_backend",
         default=None,
         choices=opt.BACKEND_CHOICES,
-        help="backend that builds engines (default: auto = tensorrt, then tensorrt-rtx, then onnxruntime)",
+        help=registry.backend_help(),
     )
     group.addoption(
         opt.REBUILD,
@@ -74,7 +75,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=f"engine cache folder (default: {opt.DEFAULT_CACHE_DIR} under the rootdir)",
     )
     parser.addini(opt.INI_ENGINE_BUILD, "build missing engines as with --trt-engine-build", type="bool", default=False)
-    parser.addini(opt.INI_BACKEND, "backend: auto, tensorrt, tensorrt-rtx or onnxruntime", default="auto")
+    parser.addini(opt.INI_BACKEND, registry.ini_help(), default="auto")
     parser.addini(opt.INI_CACHE_DIR, "engine cache folder, relative to the rootdir", default=opt.DEFAULT_CACHE_DIR)
 
 
@@ -90,7 +91,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _make_provider(config: pytest.Config, options: opt.Options) -> EngineProvider:
-    from pytest_trt.backends.base import choose_backend
+    from pytest_trt.backends.registry import choose_backend
     from pytest_trt.session import EngineProvider
 
     try:

@@ -2,32 +2,21 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pytest_trt.session import EngineProvider
 
-#: distributions that carry each backend's module (first installed wins)
-_DISTS = {
-    "tensorrt": ("tensorrt", "tensorrt-cu13", "tensorrt-cu12"),
-    "tensorrt-rtx": ("tensorrt-rtx", "tensorrt_rtx"),
-    "onnxruntime": ("onnxruntime", "onnxruntime-gpu"),
-}
-
-
 def installed_version(backend: str) -> str:
     """The backend's version from package metadata, without importing it."""
-    for dist in _DISTS.get(backend, ()):
-        try:
-            return importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return "unknown version"
+    from pytest_trt.backends import registry
+
+    found = registry.find(backend)
+    return (registry.installed_version(backend) if found is not None else None) or "unknown version"
 
 
 def header_lines(provider: EngineProvider) -> list[str]:
-    from pytest_trt.backends.device import gpus
+    from pytest_trt.hostprobe import gpus
 
     if provider.backend_name == "none":
         return [f"pytest-trt: no backend ({provider.why})"]

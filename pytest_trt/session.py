@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_trt.artifact import format_log
-from pytest_trt.cache import EngineCache, cache_key
+from pytest_trt.backends.request import BuildRequest
+from pytest_trt.cache import EngineCache
 from pytest_trt.errors import BuildFailed, CacheCorrupt, EngineNotBuilt
 
 if TYPE_CHECKING:
@@ -55,7 +56,8 @@ class EngineProvider:
         self.on_progress = on_progress
         self._backend: Backend | None = backend
         self._by_key: dict[str, Engine] = {}
-        self._keys: dict[int, tuple[BuildConfig, str, str]] = {}
+        self._requests: dict[int, BuildRequest] = {}
+        self._validated: set[str] = set()
         self.events: list[EngineEvent] = []
         self._writers: list[threading.Thread] = []
         self.write_errors: list[str] = []
@@ -63,7 +65,7 @@ class EngineProvider:
     @property
     def backend(self) -> Backend:
         if self._backend is None:
-            from pytest_trt.backends.base import create_backend
+            from pytest_trt.backends.registry import create_backend
 
             self._backend = create_backend(self.backend_name)
         return self._backend
@@ -73,31 +75,37 @@ class EngineProvider:
         """Every engine built or loaded in this session, in order."""
         return [e.engine for e in self.events]
 
-    def key_for(self, config: BuildConfig, onnx_sha256: str | None = None) -> str:
-        backend = self.backend
-        return cache_key(
-            onnx_sha256=onnx_sha256 or config.onnx_sha256,
-            canonical_config=config.canonical_json(),
-            backend=backend.name,
-            versions=backend.versions(),
-            device=backend.device(config),
-        )
+    def request_for(self, config: BuildConfig) -> BuildRequest:
+        """The build request of ``config``: made (hashed, keyed) once per config object and ONNX content.
+
+        The ONNX hash is memoised by file identity, so asking again costs a ``stat``; versions come
+        from package metadata and the device from the host probe, so no backend library is imported.
+        """
+        onnx_sha256 = config.onnx_sha256
+        known = self._requests.get(id(config))
+        if known is not None and known.config is config and known.onnx_sha256 == onnx_sha256:
+            return known
+        request = BuildRequest.create(self.backend, config, onnx_sha256=onnx_sha256, validate=False)
+        self._requests[id(config)] = request
+        return request
+
+    def _validate(self, request: BuildRequest) -> None:
+        """Validate a request's config before building it, once (a cache hit needs no validation)."""
+        if request.key not in self._validated:
+            self.backend.validate(request.config)
+            self._validated.add(request.key)
+
+    def key_for(self, config: BuildConfig) -> str:
+        """The engine cache key of ``config``."""
+        return self.request_for(config).key
 
     def get(self, config: BuildConfig) -> Engine:
         """The engine for ``config``: from this session, the cache, or a build."""
         from pytest_trt.engine import Engine
 
         backend = self.backend
-        # validated and keyed once per config object and ONNX content (its hash is memoised by file stat):
-        # the backend's versions and device, the canonical JSON and the key hash cost ~5 ms per test
-        onnx_sha256 = config.onnx_sha256
-        known = self._keys.get(id(config))
-        if known is not None and known[0] is config and known[1] == onnx_sha256:
-            key = known[2]
-        else:
-            backend.validate(config)
-            key = self.key_for(config, onnx_sha256)
-            self._keys[id(config)] = (config, onnx_sha256, key)
+        request = self.request_for(config)
+        key = request.key
         if key in self._by_key:
             return self._by_key[key]
         self.cache.check_folder()
@@ -115,6 +123,7 @@ class EngineProvider:
                 result = None
             if result is not None:
                 return self._cached(key, config, result)
+        self._validate(request)  # an unsupported option is reported before "not built"
         if not self.build_enabled:
             raise EngineNotBuilt(
                 f"engine {config.name!r} ({backend.name}) is not in the cache {self.cache.root}; "
@@ -137,7 +146,7 @@ class EngineProvider:
                 return self._cached(key, config, result)
             self._progress(f"building engine {config.name!r} with {backend.name} {backend.version()} ...")
             try:
-                result = backend.build(config)
+                result = backend.build(request)
             except BuildFailed as exc:
                 log = exc.context.get("log")
                 if log:

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from typing import NoReturn
 
-#: the backend that executes engines on any CPU
-CPU_BACKEND = "onnxruntime"
-
 
 def not_runnable_message(reason: str, backend: str) -> str:
     """The backend's own reason, plus how to run engines on this machine."""
-    if backend == CPU_BACKEND:
+    from pytest_trt.backends.registry import cpu_backend
+
+    cpu = cpu_backend()  # the backend that executes engines on any CPU
+    if cpu is None or backend == cpu:
         return reason
-    return f"{reason}. Hint: --trt-backend {CPU_BACKEND} runs engines on this CPU"
+    return f"{reason}. Hint: --trt-backend {cpu} runs engines on this CPU"
 
 
 def skip_here(message: str) -> NoReturn:

@@ -277,8 +277,12 @@ def build_configs(
     if not path.is_file():
         raise ConfigError(f"build_configs: ONNX file {str(path)!r} does not exist", field="onnx")
     specs = _onnx_input_specs(path)
-    if backend not in ("onnxruntime", "tensorrt", "tensorrt-rtx"):
-        raise TrtError(f"build_configs: backend={backend!r}; choose onnxruntime, tensorrt or tensorrt-rtx")
+    from pytest_trt.backends import registry
+
+    spec = registry.find(backend)
+    if spec is None:
+        raise TrtError(f"build_configs: backend={backend!r}; choose one of {', '.join(registry.names())}")
+    draws_ort = spec.options_field == "ort"  # the backend reads OrtOptions; the others TensorRT builder settings
 
     def one_range(draw: Any, dims: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
         triples = [
@@ -292,7 +296,7 @@ def build_configs(
         dynamic = any(-1 in s.shape for s in specs)
         n = draw(st.integers(1, max_profiles)) if dynamic else 0
         profiles = [Profile({s.name: one_range(draw, s.shape) for s in specs}) for _ in range(n)]
-        if backend == "onnxruntime":
+        if draws_ort:
             ort = OrtOptions(graph_optimization_level=draw(st.sampled_from(list(ort_levels))),
                              intra_op_threads=draw(st.integers(1, 2)))
             return BuildConfig(name=name, onnx=path, profiles=tuple(profiles), ort=ort)

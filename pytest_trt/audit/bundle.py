@@ -36,6 +36,7 @@ from pytest_trt.audit.archive import gzip_bytes, write_tar_gz
 from pytest_trt.audit.manifest import MANIFEST, render_manifest, sha256_hex
 from pytest_trt.audit.profiles import normalized_effective
 from pytest_trt.audit.sign import SIGNATURE, sign_manifest
+from pytest_trt.backends import registry
 from pytest_trt.fileio import write_atomic
 
 if TYPE_CHECKING:
@@ -61,7 +62,6 @@ BUNDLE_DIR_MODE = 0o750
 REQUIRED = (BUILD, CONFIG, ENVIRONMENT, LOG, MANIFEST)
 KNOWN = frozenset(REQUIRED + (ENGINE, ENGINE_HASH, CALIBRATION_CACHE, CALIBRATION, GOLDEN, SIGNATURE))
 
-_BACKEND_SLUG = {"tensorrt": "trt", "tensorrt-rtx": "rtx", "onnxruntime": "ort"}
 _VENDOR_WORDS = {"nvidia", "geforce", "tesla", "quadro"}
 
 
@@ -117,7 +117,7 @@ def device_slug(device: Mapping[str, Any]) -> str:
 def bundle_name(result: BuildResult) -> str:
     """``<name>-v<version>-<backend><major.minor>-<device>.tar.gz``."""
     major_minor = ".".join(backend_version(result).split(".")[:2])
-    prefix = _BACKEND_SLUG.get(result.backend, _slug(result.backend))
+    prefix = registry.slug(result.backend) or _slug(result.backend)
     # BuildConfig already restricts name and version to [A-Za-z0-9_.+-]; keep them as written
     name = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(result.config.get("name") or "engine"))
     version = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(result.config.get("version") or "0"))

@@ -27,9 +27,11 @@ import re
 import shutil
 import socket
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
+
+from pytest_trt import hostprobe
+from pytest_trt.backends import registry
 
 ENVIRONMENT_SCHEMA = 1
 
@@ -47,20 +49,21 @@ ENV_ALLOWLIST = (
     "PYTHONHASHSEED",
 )
 
-#: distributions whose versions are listed by name (the rest is in pip_freeze)
+#: distributions whose versions are listed by name (the rest is in pip_freeze); every backend's
+#: module is listed too, under the module's name (:func:`_packages`)
 _PACKAGES = {
-    "tensorrt": ("tensorrt",),
-    "tensorrt_rtx": ("tensorrt_rtx", "tensorrt-rtx"),
     "onnx": ("onnx",),
-    "onnxruntime": ("onnxruntime", "onnxruntime-gpu"),
     "numpy": ("numpy",),
     "h5py": ("h5py",),
     "cuda-python": ("cuda-python", "cuda-bindings"),
     "pytest": ("pytest",),
     "pytest-trt": ("pytest-trt", "pytest_trt"),
 }
-_BACKEND_MODULES = {"tensorrt": "tensorrt", "tensorrt-rtx": "tensorrt_rtx"}
 _TIMEOUT_S = 10
+
+
+def _packages() -> dict[str, tuple[str, ...]]:
+    return {**{s.module: s.distributions for s in registry.specs()}, **_PACKAGES}
 
 
 def _dist_version(*names: str) -> str | None:
@@ -118,98 +121,42 @@ def _run(*cmd: str, cwd: Path | None = None) -> str | None:
 
 
 def backend_versions(backend: str | None) -> dict[str, Any]:
-    """Name, library version and ONNX parser version of ``backend``.
+    """Name and library version of ``backend``, from package metadata (:func:`registry.installed_version`).
 
-    The module's own ``__version__`` is used when it is already imported (the
-    session built with it); otherwise the installed distribution's version, so
-    capturing never pays for importing TensorRT.
+    Capturing never imports the backend library, so the result is the same whether the session built
+    engines (library loaded) or took them all from the cache (not loaded): identical builds give
+    identical bundles.  ``onnx_parser`` is therefore always None here; each build records its parser
+    version with the engine (``build.json``: ``versions.onnx_parser``).
     """
-    out: dict[str, Any] = {"name": backend, "version": None, "onnx_parser": None}
-    module_name = _BACKEND_MODULES.get(backend or "")
-    if backend == "onnxruntime":
-        out["version"] = _dist_version(*_PACKAGES["onnxruntime"])
-    elif module_name is not None:
-        module = sys.modules.get(module_name)
-        if module is not None:
-            out["version"] = getattr(module, "__version__", None)
-            get_parser = getattr(module, "get_nv_onnx_parser_version", None)
-            if get_parser is not None:
-                try:
-                    out["onnx_parser"] = str(get_parser())
-                except Exception:  # noqa: BLE001 - a probe never fails the capture
-                    pass
-        if out["version"] is None:
-            out["version"] = _dist_version(*_PACKAGES[module_name])
-    return out
+    spec = registry.find(backend)
+    return {"name": backend, "version": None if spec is None else registry.installed_version(spec.name),
+            "onnx_parser": None}
 
 
 def _gpus() -> list[dict[str, Any]]:
-    text = _run(
-        "nvidia-smi",
-        "--query-gpu=name,compute_cap,memory.total,driver_version,pci.bus_id",
-        "--format=csv,noheader,nounits",
-    )
-    gpus = []
-    for line in (text or "").splitlines():
-        fields = [f.strip() for f in line.split(",")]
-        if len(fields) != 5:
-            continue
-        name, cc, mem, driver, bus = fields
-        gpus.append(
-            {
-                "name": name,
-                "compute_capability": cc,
-                "memory_total_mib": int(mem) if mem.isdigit() else None,
-                "driver_version": driver,
-                "pci_bus_id": bus,
-            }
-        )
-    return gpus
-
-
-def _cuda_python_versions() -> tuple[str | None, str | None]:
-    """(runtime, driver) CUDA versions from cuda-python, when it is installed."""
-    try:
-        try:
-            from cuda.bindings import runtime as cudart  # cuda-python >= 12.6
-        except ImportError:
-            from cuda import cudart
-        err, rt = cudart.cudaRuntimeGetVersion()
-        err2, drv = cudart.cudaDriverGetVersion()
-    except Exception:  # noqa: BLE001 - missing library or no driver
-        return None, None
-
-    def fmt(v: int) -> str:
-        return f"{v // 1000}.{(v % 1000) // 10}"
-
-    return (fmt(rt) if int(err) == 0 else None), (fmt(drv) if int(err2) == 0 and drv else None)
+    """Every GPU of the machine (not only the visible ones: the environment is the machine's)."""
+    return [
+        {"name": g.name, "compute_capability": g.compute_capability, "memory_total_mib": g.memory_mib,
+         "driver_version": g.driver, "pci_bus_id": g.pci_bus_id}
+        for g in hostprobe.all_gpus()
+    ]
 
 
 def _cuda(gpus: list[dict[str, Any]]) -> dict[str, Any]:
-    runtime, driver_cuda = _cuda_python_versions()
-    if runtime is None:
-        runtime = _dist_version("nvidia-cuda-runtime-cu13", "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime")
-    if driver_cuda is None and gpus:
-        m = re.search(r"CUDA Version:\s*([\d.]+)", _run("nvidia-smi") or "")
-        driver_cuda = m.group(1) if m else None
+    probed = hostprobe.cuda_versions()
+    runtime = probed.runtime or _dist_version("nvidia-cuda-runtime-cu13", "nvidia-cuda-runtime-cu12",
+                                              "nvidia-cuda-runtime")
     return {
         "runtime": runtime,
-        "driver_cuda": driver_cuda,  # highest CUDA version the driver supports
+        "driver_cuda": probed.driver_cuda,  # highest CUDA version the driver supports
         "driver": gpus[0]["driver_version"] if gpus else None,
         "cudnn": _dist_version("nvidia-cudnn-cu13", "nvidia-cudnn-cu12", "nvidia-cudnn"),
     }
 
 
 def _cpu() -> dict[str, Any]:
-    model = None
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"model": model or platform.processor() or None, "count": os.cpu_count(), "machine": platform.machine()}
+    cpu = hostprobe.cpu()
+    return {"model": cpu.model, "count": cpu.count, "machine": cpu.machine}
 
 
 def _os() -> dict[str, Any]:
@@ -250,7 +197,7 @@ def capture_environment(
     data: dict[str, Any] = {
         "schema": ENVIRONMENT_SCHEMA,
         "backend": backend_versions(backend),
-        "packages": {key: _dist_version(*names) for key, names in sorted(_PACKAGES.items())},
+        "packages": {key: _dist_version(*names) for key, names in sorted(_packages().items())},
         "python": {"version": platform.python_version(), "implementation": platform.python_implementation()},
         "cuda": _cuda(gpus),
         "gpus": gpus,

@@ -7,7 +7,6 @@ written atomically, named ``<name>-v<version>-<backend>.build-failed.json``.
 
 from __future__ import annotations
 
-import importlib.metadata
 import re
 from pathlib import Path
 from typing import Any
@@ -16,14 +15,14 @@ from pytest_trt.fileio import write_json_atomic
 
 #: the note's file name ends so; ``pytest-trt upgrade-report`` reads such notes as "could not build"
 FAILED_SUFFIX = ".build-failed.json"
-_DISTRIBUTION = {"tensorrt-rtx": "tensorrt-rtx", "tensorrt": "tensorrt", "onnxruntime": "onnxruntime"}
 
 
 def _version(backend: str | None) -> str:
-    try:
-        return importlib.metadata.version(_DISTRIBUTION.get(backend or "", backend or "unknown"))
-    except (importlib.metadata.PackageNotFoundError, ValueError):
+    from pytest_trt.backends import registry
+
+    if registry.find(backend) is None:
         return "unknown"
+    return registry.installed_version(str(backend)) or "unknown"
 
 
 def _safe(text: str) -> str:

@@ -16,23 +16,25 @@ CPU's model name and vector ISA (see :meth:`OrtBackend.device`).
 from __future__ import annotations
 
 import functools
-import hashlib
-import platform
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_trt import hostprobe
 from pytest_trt.artifact import BuildResult, LogEntry
+from pytest_trt.backends import registry
 from pytest_trt.backends.base import TensorSpec
 from pytest_trt.backends.fdcapture import FdCapture
+from pytest_trt.backends.request import BuildRequest, as_request
 from pytest_trt.config import BuildConfig, OrtOptions
 from pytest_trt.errors import BackendUnavailable, BuildFailed, UnsupportedOption
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from pytest_trt.backends.registry import BackendSpec
     from pytest_trt.buildlog.record import BuildRecord
 
 __all__ = ["OrtBackend", "OrtRunner", "cpu_identity", "load_session"]
@@ -65,8 +67,6 @@ _ORT_TYPES = {
     "tensor(int32)": "int32", "tensor(uint32)": "uint32", "tensor(int64)": "int64", "tensor(uint64)": "uint64",
     "tensor(bool)": "bool", "tensor(string)": "object",
 }
-# the ISA extensions that change which kernels (and NCHWc block size) ORT picks
-_ISA_FLAGS = ("avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "avx2", "fma", "avx_vnni", "asimd", "sve")
 
 
 def _ort() -> Any:
@@ -80,25 +80,15 @@ def _ort() -> Any:
     return onnxruntime
 
 
-@functools.lru_cache(maxsize=1)
 def cpu_identity() -> dict[str, Any]:
-    """CPU model name and the vector ISA extensions present (from /proc/cpuinfo, else ``platform``)."""
-    name, flags = "", set[str]()
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
-            key, _, value = line.partition(":")
-            key = key.strip()
-            if key in ("model name", "Model", "Hardware") and not name:
-                name = value.strip()
-            elif key in ("flags", "Features") and not flags:
-                flags = set(value.split())
-    except OSError:
-        pass
-    return {
-        "name": name or platform.processor() or platform.machine() or "unknown",
-        "machine": platform.machine(),
-        "isa": [f for f in _ISA_FLAGS if f in flags],
-    }
+    """CPU model name, machine and vector ISA extensions (:func:`pytest_trt.hostprobe.cpu`): part of the cache key."""
+    cpu = hostprobe.cpu()
+    return {"name": cpu.model or cpu.machine or "unknown", "machine": cpu.machine, "isa": cpu.isa}
+
+
+def create(spec: BackendSpec) -> OrtBackend:
+    """The registry's factory for the ``onnxruntime`` row."""
+    return OrtBackend()
 
 
 class OrtRunner:
@@ -166,20 +156,14 @@ class OrtBackend:
     name = NAME
 
     def version(self) -> str:
-        return str(_ort().__version__)
+        return self._versions["backend"]
 
     def versions(self) -> dict[str, str]:
-        import numpy
+        return dict(self._versions)
 
-        try:
-            import onnx
-
-            onnx_version = str(onnx.__version__)
-        except ImportError:  # pragma: no cover - onnx is a dependency of the ort extra
-            onnx_version = "not installed"
-        ver = self.version()
-        return {"backend": ver, "onnxruntime": ver, "onnx": onnx_version, "numpy": numpy.__version__,
-                "python": platform.python_version()}
+    @functools.cached_property
+    def _versions(self) -> dict[str, str]:
+        return registry.key_versions(NAME)
 
     def device(self, config: BuildConfig) -> dict[str, Any]:
         return {"kind": "cpu", **cpu_identity(), "providers": list(_options(config).execution_providers)}
@@ -208,7 +192,7 @@ class OrtBackend:
         if not hasattr(ort.GraphOptimizationLevel, LEVELS[opts.graph_optimization_level]):
             raise UnsupportedOption(
                 f"ort.graph_optimization_level={opts.graph_optimization_level!r} needs a newer onnxruntime than "
-                f"{ort.__version__}; choose 'extended' or 'all', or upgrade onnxruntime",
+                f"{self.version()}; choose 'extended' or 'all', or upgrade onnxruntime",
                 backend=NAME, option="ort.graph_optimization_level",
             )
         available = ort.get_available_providers()
@@ -216,25 +200,26 @@ class OrtBackend:
         if missing or not opts.execution_providers:
             raise UnsupportedOption(
                 f"BuildConfig {config.name!r}: execution provider(s) {', '.join(missing) or '(none)'} not available in "
-                f"onnxruntime {ort.__version__} here (available: {', '.join(available)}); install the onnxruntime "
+                f"onnxruntime {self.version()} here (available: {', '.join(available)}); install the onnxruntime "
                 f"package that has them, or pin ort.execution_providers to available ones",
                 backend=NAME, option="ort.execution_providers",
             )
 
-    def build(self, config: BuildConfig) -> BuildResult:
-        self.validate(config)
+    def build(self, request: BuildRequest | BuildConfig) -> BuildResult:
+        """Build a request made by this backend (validated once, when made); a bare config is made into one."""
+        request = as_request(self, request)
+        config = request.config
         if config.calibration is not None:
             from pytest_trt.calibration.building import build_explicit
 
-            return build_explicit(config, self._build_validated)
-        return self._build_validated(config)
+            return build_explicit(config, lambda typed: self._build_validated(typed, request, typed.onnx_sha256))
+        return self._build_validated(config, request, request.onnx_sha256)
 
-    def _build_validated(self, config: BuildConfig) -> BuildResult:
+    def _build_validated(self, config: BuildConfig, request: BuildRequest, onnx_sha256: str) -> BuildResult:
         ort = _ort()
         opts = _options(config)
         wall0, t0 = time.time(), time.perf_counter()
-        onnx_sha256 = config.onnx_sha256  # reads the file: the "parse" stage of an ORT build
-        parse_s = time.perf_counter() - t0
+        parse_s = time.perf_counter() - t0  # the ONNX file is read by the session: no separate parse stage
         capture = FdCapture(2)
         with tempfile.TemporaryDirectory(prefix="pytest-trt-ort-") as tmp:
             saved = Path(tmp) / "optimized.onnx"
@@ -261,8 +246,9 @@ class OrtBackend:
         return BuildResult(
             backend=NAME, engine=engine, log=log, config=config.to_json(), effective_config=effective,
             config_hash=config.hash_with(onnx_sha256), onnx_sha256=onnx_sha256,
-            durations={"parse": parse_s, "build": build_s}, versions=self.versions(), device=self.device(config),
-            extra={"log_unparsed_lines": unparsed}, backend_version=self.version(),
+            durations={"parse": parse_s, "build": build_s}, versions=dict(request.versions),
+            device=dict(request.device), extra={"log_unparsed_lines": unparsed},
+            backend_version=request.versions["backend"],
         )
 
     def _effective(
@@ -296,15 +282,14 @@ class OrtBackend:
         from pytest_trt.buildlog.ort_record import record_from_models
         from pytest_trt.calibration.building import attach, built_onnx
 
-        data = config.onnx.read_bytes()
-        if hashlib.sha256(data).hexdigest() != result.onnx_sha256:
+        if config.onnx_sha256 != result.onnx_sha256:  # memoised by file identity
             # origins are names in the original graph: another model would give a wrong record
             raise ValueError(
                 f"BuildConfig {config.name!r}: {str(config.onnx)!r} is not the ONNX this engine was built from "
                 f"(sha256 differs from the build's onnx_sha256); rebuild the engine"
             )
         built = built_onnx(result, config)  # the Q/DQ model for a calibrated build: origins name its nodes
-        original = onnx.load_from_string(data if built == config.onnx else built.read_bytes())
+        original = onnx.load_from_string(built.read_bytes())
         optimized = onnx.load_from_string(result.engine)
         return attach(record_from_models(
             original, optimized, result.log, backend_version=result.versions.get("onnxruntime"),

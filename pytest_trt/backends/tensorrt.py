@@ -11,36 +11,46 @@ import dataclasses
 import functools
 import importlib
 import importlib.util
-import platform
 import threading
 import time
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from pytest_trt import hostprobe
 from pytest_trt.artifact import BuildResult
-from pytest_trt.backends import device as gpu_device
-from pytest_trt.backends.trt_apply import apply_config, check_network_inputs, read_back
-from pytest_trt.backends.trt_features import Features, probe
-from pytest_trt.backends.trt_logger import capture_logger
+from pytest_trt.backends import registry
+from pytest_trt.backends.request import BuildRequest, as_request
 from pytest_trt.config import MEMORY_POOLS, BuildConfig
 from pytest_trt.errors import BuildFailed, EngineNotRunnable, UnsupportedOption
 from pytest_trt.fileio import write_bytes_atomic
-from pytest_trt.onnx_limits import unsupported_reason
 
 if TYPE_CHECKING:
     from pytest_trt.backends.base import Runner
+    from pytest_trt.backends.registry import BackendSpec
+    from pytest_trt.backends.trt_features import Features
     from pytest_trt.buildlog.record import BuildRecord
 
 # One build at a time per process: the TensorRT logger is process-global.
 _BUILD_LOCK = threading.Lock()
 
 
+def create(spec: BackendSpec) -> TensorRTBackend:
+    """The registry's factory for the ``tensorrt`` and ``tensorrt-rtx`` rows."""
+    return TensorRTBackend(spec.module)
+
+
 class TensorRTBackend:
-    """Builds engines with ``tensorrt`` or ``tensorrt_rtx``."""
+    """Builds engines with ``tensorrt`` or ``tensorrt_rtx``.
+
+    Version, versions and device identity come from package metadata and the host probe: a cache
+    hit never imports the module (~35 ms); building, validating and running do.
+    """
 
     def __init__(self, module: str = "tensorrt") -> None:
         self.module_name = module
-        self.name = "tensorrt-rtx" if module == "tensorrt_rtx" else "tensorrt"
+        self.name = registry.name_of_module(module)
+        # TensorRT-RTX builds ahead of time for compute capabilities (as Features.is_rtx, without the import)
+        self.is_rtx = module == "tensorrt_rtx"
 
     @functools.cached_property
     def trt(self) -> ModuleType:
@@ -48,29 +58,34 @@ class TensorRTBackend:
 
     @functools.cached_property
     def features(self) -> Features:
+        from pytest_trt.backends.trt_features import probe  # the build modules load when a build needs them
+
         return probe(self.trt)
 
     def version(self) -> str:
-        return self.features.version
+        return self._versions["backend"]
 
     def versions(self) -> dict[str, str]:
         return dict(self._versions)
 
     @functools.cached_property
     def _versions(self) -> dict[str, str]:
+        return registry.key_versions(self.name)
+
+    def result_versions(self, versions: dict[str, str]) -> dict[str, str]:
+        """The versions a build records: the key's, plus the ONNX parser's (the module is loaded by then)."""
         parser = getattr(self.trt, "get_nv_onnx_parser_version", None)
-        return versions_dict(self.module_name, self.version(), onnx_version=_onnx_version(),
-                             parser_version=None if parser is None else str(parser()))
+        return versions if parser is None else {**versions, "onnx_parser": str(parser())}
 
     def device(self, config: BuildConfig) -> dict[str, Any]:
-        gpus = gpu_device.gpus()
+        gpus = hostprobe.gpus()
         gpu = gpus[0] if gpus else None
         ident: dict[str, Any] = {}
         if gpu is not None:
             ident.update(kind="gpu", name=gpu.name, compute_capability=gpu.compute_capability)
         else:
-            ident.update(kind="cpu-aot" if self.features.is_rtx else "none", name=None, compute_capability=None)
-        if self.features.is_rtx:
+            ident.update(kind="cpu-aot" if self.is_rtx else "none", name=None, compute_capability=None)
+        if self.is_rtx:
             # Ahead-of-time builds target compute capabilities, not the local device.
             ident["targets"] = list(config.compute_capabilities) or ["default"]
         return ident
@@ -148,22 +163,25 @@ class TensorRTBackend:
             )
 
     # -- build ---------------------------------------------------------
-    def build(self, config: BuildConfig) -> BuildResult:
-        self.validate(config)
+    def build(self, request: BuildRequest | BuildConfig) -> BuildResult:
+        """Build a request made by this backend (validated once, when made); a bare config is made into one."""
+        request = as_request(self, request)
+        config = request.config
         if config.calibration is not None and not self.features.calibrators_usable:
             from pytest_trt.calibration.building import build_explicit
 
-            return build_explicit(config, self._build_checked)
-        return self._build_checked(config)
+            return build_explicit(config, lambda typed: self._build_checked(typed, request, typed.onnx_sha256))
+        return self._build_checked(config, request, request.onnx_sha256)
 
-    def _build_checked(self, config: BuildConfig) -> BuildResult:
+    def _build_checked(self, config: BuildConfig, request: BuildRequest, onnx_sha: str) -> BuildResult:
+        from pytest_trt.backends.trt_logger import capture_logger
+
         trt = self.trt
         logger = capture_logger(trt)
-        onnx_sha = config.onnx_sha256
         with _BUILD_LOCK:
             logger.start()
             try:
-                result = self._build_locked(config, logger, onnx_sha)
+                result = self._build_locked(config, request, logger, onnx_sha)
             except BuildFailed as exc:
                 exc.context.setdefault("log", tuple(logger.stop()))
                 raise
@@ -172,7 +190,10 @@ class TensorRTBackend:
                 raise
             return dataclasses.replace(result, log=tuple(logger.stop()))
 
-    def _build_locked(self, config: BuildConfig, logger: Any, onnx_sha: str) -> BuildResult:
+    def _build_locked(self, config: BuildConfig, request: BuildRequest, logger: Any, onnx_sha: str) -> BuildResult:
+        from pytest_trt.backends.trt_apply import apply_config, check_network_inputs, read_back
+        from pytest_trt.onnx_limits import unsupported_reason
+
         trt, f = self.trt, self.features
         builder = trt.Builder(logger)
         flags = 0
@@ -204,7 +225,7 @@ class TensorRTBackend:
         profiles, timing_cache = apply_config(trt, f, builder, builder_config, network, config)
         effective = read_back(trt, f, builder_config, network, profiles, config)
         if config.calibration is not None:  # implicit INT8 (TensorRT <= 10): a calibrator on the config
-            from pytest_trt.calibration.implicit import attach_calibrator
+            from pytest_trt.backends.trt_calibrator import attach_calibrator
 
             calibrator, effective["calibrator"] = attach_calibrator(  # noqa: F841 - alive during the build
                 trt, builder_config, config, profiles)
@@ -227,14 +248,14 @@ class TensorRTBackend:
             write_bytes_atomic(config.timing_cache, bytes(memoryview(builder_config.get_timing_cache().serialize())))
         return build_result(
             backend=self.name,
-            version=f.version,
-            versions=self.versions(),
+            version=request.versions["backend"],
+            versions=self.result_versions(dict(request.versions)),
             engine=bytes(memoryview(serialized)),
             config=config,
             effective=effective,
             onnx_sha256=onnx_sha,
             durations={"parse": parse_s, "build": build_s},
-            device=self.device(config),
+            device=dict(request.device),
         )
 
     def _parse_failure(self, config: BuildConfig, parser: Any) -> BuildFailed:
@@ -271,16 +292,17 @@ class TensorRTBackend:
         reason = self.not_runnable_reason()
         if reason is not None:
             raise EngineNotRunnable(f"cannot run {self.name} engine {config.name!r} here: {reason}")
+        from pytest_trt.backends.trt_logger import capture_logger
         from pytest_trt.backends.trt_runner import TrtRunner
 
         return TrtRunner(self.trt, capture_logger(self.trt), result.engine)
 
     def not_runnable_reason(self) -> str | None:
         """Why engines of this backend cannot execute on this machine, or None."""
-        reason = gpu_device.no_gpu_reason()
+        reason = hostprobe.no_gpu_reason()
         if reason is not None:
             return f"{reason}; {self.name} engines need an NVIDIA GPU to run (build-time assertions still work)"
-        gpu = gpu_device.gpus()[0]
+        gpu = hostprobe.gpus()[0]
         if self.features.is_rtx and gpu.sm not in self.features.compute_capabilities:
             supported = ", ".join(c for c in self.features.compute_capabilities if c.startswith("SM"))
             return (
@@ -291,26 +313,6 @@ class TensorRTBackend:
             if importlib.util.find_spec(mod) is not None:
                 return None
         return "neither cuda-python nor pycuda is installed (pip install 'pytest-trt[gpu]')"
-
-
-def _onnx_version() -> str:
-    """onnx's version from its package metadata: importing onnx only to read it cost ~190 ms."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("onnx")
-    except PackageNotFoundError:
-        import onnx
-
-        return str(onnx.__version__)
-
-
-def versions_dict(module: str, version: str, *, onnx_version: str, parser_version: str | None) -> dict[str, str]:
-    """The ``versions`` of a TensorRT-family build: ``backend`` and the module's name hold the version."""
-    out = {"backend": version, module: version, "onnx": onnx_version, "python": platform.python_version()}
-    if parser_version is not None:
-        out["onnx_parser"] = parser_version
-    return out
 
 
 def build_result(
@@ -327,8 +329,8 @@ def build_result(
 ) -> BuildResult:
     """The :class:`BuildResult` of a TensorRT-family build (no TensorRT needed: tested on its own).
 
-    ``backend`` is the name (``tensorrt``, ``tensorrt-rtx``), ``version`` the
-    module's ``__version__``; the log is filled in once capture stops.
+    ``backend`` is the name (``tensorrt``, ``tensorrt-rtx``), ``version`` the library's
+    version (:func:`pytest_trt.backends.registry.installed_version`); the log is filled in once capture stops.
     """
     return BuildResult(
         backend=backend,

@@ -62,7 +62,9 @@ class Features:
 
     @property
     def backend_name(self) -> str:
-        return "tensorrt-rtx" if self.is_rtx else "tensorrt"
+        from pytest_trt.backends.registry import name_of_module
+
+        return name_of_module(self.module)
 
     @property
     def strongly_typed_only(self) -> bool:

@@ -7,7 +7,8 @@ TensorRT's Python calibrators are subclasses of ``trt.IInt8EntropyCalibrator2``,
 ``read_calibration_cache`` and ``write_calibration_cache``.  The subclasses are
 made at run time from the imported module, so this file imports no TensorRT;
 the batch feeding (:class:`BatchFeeder`) and the cache I/O (:class:`CacheIO`)
-are plain classes, usable and tested without a GPU.
+are plain classes, usable and tested without a GPU.  The calibrator classes themselves, which need
+TensorRT and the device-buffer layer, are :mod:`pytest_trt.backends.trt_calibrator`.
 """
 
 from __future__ import annotations
@@ -133,72 +134,6 @@ class CacheIO:
             return
         write_calibration_cache(self.path, data.decode("utf-8"))
         self.events.append(f"cache written: {self.path} sha256 {hashlib.sha256(data).hexdigest()}")
-
-
-def make_calibrator(trt: Any, algorithm: str, feeder: BatchFeeder, cache: CacheIO) -> Any:
-    """An instance of a run-time subclass of TensorRT's calibrator class for ``algorithm``."""
-    base = getattr(trt, CALIBRATOR_CLASSES[algorithm])
-
-    def __init__(self: Any) -> None:
-        base.__init__(self)
-
-    def get_batch_size(self: Any) -> int:
-        return feeder.batch_size
-
-    def get_batch(self: Any, names: list[str], *args: Any) -> list[int] | None:
-        return feeder.next_pointers(names)
-
-    def read_calibration_cache(self: Any, *args: Any) -> bytes | None:
-        return cache.read()
-
-    def write_calibration_cache(self: Any, data: Any, *args: Any) -> None:
-        cache.write(bytes(memoryview(data)))
-
-    members: dict[str, Any] = {
-        "__init__": __init__, "get_batch_size": get_batch_size, "get_batch": get_batch,
-        "read_calibration_cache": read_calibration_cache, "write_calibration_cache": write_calibration_cache,
-    }
-    if algorithm == "legacy":
-        members.update(get_quantile=lambda self: LEGACY_QUANTILE,
-                       get_regression_cutoff=lambda self: LEGACY_REGRESSION_CUTOFF,
-                       read_histogram_cache=lambda self, *a: None, write_histogram_cache=lambda self, *a: None)
-    cls = type(f"PytestTrt{CALIBRATOR_CLASSES[algorithm][1:]}", (base,), members)
-    return cls()
-
-
-def reported_algorithm(calibrator: Any) -> str | None:
-    """The algorithm the calibrator reports to TensorRT (``get_algorithm()``), as an algorithm name."""
-    value = calibrator.get_algorithm()
-    name = getattr(value, "name", str(value).rsplit(".", 1)[-1])
-    return ALGO_TYPES.get(name)
-
-
-def attach_calibrator(
-    trt: Any, builder_config: Any, config: BuildConfig, profiles: Sequence[Any] = ()
-) -> tuple[Any, dict[str, Any]]:
-    """Set a calibrator for ``config`` on ``builder_config``; return it (keep it alive) and its facts.
-
-    With dynamic shapes the first optimization profile is the calibration profile, set explicitly rather than
-    left to TensorRT's "Calibration Profile is not defined. Calibrating with Profile 0" fallback.
-    """
-    from pytest_trt.backends.cuda import DeviceBuffer, Stream
-    from pytest_trt.calibration.data import load_samples
-
-    calib = config.calibration
-    assert calib is not None
-    samples = load_samples(calib).used(calib.batch_size, calib.num_batches)
-    feeder = BatchFeeder(samples.batches(calib.batch_size), batch_size=calib.batch_size,
-                         buffer_factory=DeviceBuffer, stream=Stream())
-    cache = CacheIO(Path(calib.cache) if calib.cache is not None else None, calib.algorithm)
-    calibrator = make_calibrator(trt, calib.algorithm, feeder, cache)
-    builder_config.int8_calibrator = calibrator
-    if profiles and hasattr(builder_config, "set_calibration_profile"):
-        builder_config.set_calibration_profile(profiles[0])
-    info = {"class": CALIBRATOR_CLASSES[calib.algorithm], "algorithm": reported_algorithm(calibrator),
-            "batch_size": calib.batch_size, "samples": samples.n,
-            "class_counts": {str(k): v for k, v in samples.class_counts().items()},
-            "cache_events": cache.events}  # the same list: filled in while TensorRT calibrates
-    return calibrator, info
 
 
 def check_pinned_cache(config: BuildConfig) -> None:

@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from pytest_trt.artifact import SEVERITIES, BuildResult
-from pytest_trt.backends.base import create_backend
+from pytest_trt.backends.registry import create_backend
 from pytest_trt.config import BuildConfig, Calibration, OrtOptions, Profile
 from pytest_trt.errors import BuildFailed, UnsupportedOption
 from tests.conftest import needs_ort

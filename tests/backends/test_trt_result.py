@@ -12,7 +12,7 @@ import pytest
 
 from pytest_trt.artifact import BuildResult
 from pytest_trt.audit.bundle import backend_version as bundle_backend_version
-from pytest_trt.backends.tensorrt import build_result, versions_dict
+from pytest_trt.backends.tensorrt import build_result
 from pytest_trt.config import BuildConfig, Profile
 from pytest_trt.golden import provenance
 
@@ -29,7 +29,8 @@ def config(tmp_path: Path) -> BuildConfig:
 def _trt_result(config: BuildConfig, backend: str = "tensorrt", module: str = "tensorrt") -> BuildResult:
     return build_result(
         backend=backend, version=TRT_VERSION,
-        versions=versions_dict(module, TRT_VERSION, onnx_version="1.17.0", parser_version="10.13.0"),
+        versions={"backend": TRT_VERSION, module: TRT_VERSION, "onnx": "1.17.0", "python": "3.11.7",
+                  "onnx_parser": "10.13.0"},
         engine=b"plan", config=config, effective={}, onnx_sha256=config.onnx_sha256,
         durations={"parse": 0.1, "build": 1.0}, device={"kind": "gpu", "name": "NVIDIA H200"},
     )

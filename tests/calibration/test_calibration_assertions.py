@@ -66,7 +66,7 @@ def test_assert_calibration_on_a_log_record(trt7_record: BuildRecord) -> None:
 @pytest.fixture(scope="module")
 def built(incident_configs):  # type: ignore[no-untyped-def]
     """Engines of the incident's two configs (ONNX Runtime backend), calibrated through the shared store."""
-    from pytest_trt.backends.base import create_backend
+    from pytest_trt.backends.registry import create_backend
     from pytest_trt.engine import Engine
 
     backend = create_backend("onnxruntime")
@@ -126,7 +126,7 @@ def test_assert_calibration_coverage(built, calib_npz) -> None:  # type: ignore[
 
 @pytest.mark.skipif(not HAS_RTX or RTX_MM == "1.4", reason="needs TensorRT-RTX 1.7 to build the Q/DQ model")
 def test_assert_int8_on_tensorrt_rtx_and_onnxruntime(incident_configs, built) -> None:  # type: ignore[no-untyped-def]
-    from pytest_trt.backends.base import create_backend
+    from pytest_trt.backends.registry import create_backend
     from pytest_trt.engine import Engine
 
     config = incident_configs[0]

@@ -51,7 +51,7 @@ def test_each_method_gives_a_qdq_model_onnxruntime_runs(method_config, algorithm
 @rtx17
 @pytest.mark.parametrize("algorithm", ["entropy", "minmax"])
 def test_tensorrt_rtx_builds_the_qdq_model_with_int8_layers(method_config, algorithm) -> None:  # type: ignore[no-untyped-def]
-    from pytest_trt.backends.base import create_backend
+    from pytest_trt.backends.registry import create_backend
 
     backend = create_backend("tensorrt-rtx")
     config = method_config(algorithm)
@@ -95,7 +95,7 @@ def test_second_calibration_comes_from_the_store(method_config) -> None:  # type
 
 
 def test_pinned_cache_hash_mismatch_fails_the_build_with_both_hashes(method_config, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from pytest_trt.backends.base import create_backend
+    from pytest_trt.backends.registry import create_backend
 
     wrong = "0" * 64
     config = method_config("minmax", cache=tmp_path / "digits.cache", cache_sha256=wrong)
@@ -122,7 +122,7 @@ def test_existing_cache_is_read_and_one_of_another_algorithm_fails(method_config
 
 
 def test_onnxruntime_backend_runs_the_calibrated_engine(method_config) -> None:  # type: ignore[no-untyped-def]
-    from pytest_trt.backends.base import create_backend
+    from pytest_trt.backends.registry import create_backend
 
     backend = create_backend("onnxruntime")
     config = method_config("minmax")
@@ -166,7 +166,7 @@ def test_feature_table_sends_rtx_to_qdq_and_refuses_14(method_config) -> None:  
 @pytest.mark.skipif(not HAS_RTX or RTX_MM != "1.4", reason=f"needs TensorRT-RTX 1.4 (tox -e rtx14); installed: "
                     f"{RTX_MM if HAS_RTX else 'none'}")
 def test_rtx14_refuses_qdq_int8_with_a_clear_error(method_config) -> None:  # type: ignore[no-untyped-def]
-    from pytest_trt.backends.base import create_backend
+    from pytest_trt.backends.registry import create_backend
     from pytest_trt.calibration.building import typed_config
     from pytest_trt.errors import UnsupportedOption
 
@@ -192,7 +192,7 @@ def test_per_channel_weights_get_one_scale_per_output_channel(method_config) -> 
     assert per_tensor and set(per_tensor.values()) == {1}
     assert max(per_channel.values()) == 64  # block2/block3 convolutions have 64 output channels
     if HAS_RTX and RTX_MM != "1.4":
-        from pytest_trt.backends.base import create_backend
+        from pytest_trt.backends.registry import create_backend
 
         config = method_config("minmax", per_channel=True)
         backend = create_backend("tensorrt-rtx")

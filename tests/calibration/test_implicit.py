@@ -14,12 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pytest_trt.backends.trt_calibrator import make_calibrator, reported_algorithm
 from pytest_trt.calibration.implicit import (
     CALIBRATOR_CLASSES,
     BatchFeeder,
     CacheIO,
-    make_calibrator,
-    reported_algorithm,
 )
 from tests.conftest import HAS_TRT
 
@@ -111,7 +110,7 @@ def test_calibrators_subclass_tensorrts_class_and_report_their_algorithm(algorit
                     "installable here) and an NVIDIA GPU for the calibration batches")
 def test_implicit_int8_build_with_a_calibrator(models, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     from pytest_trt import BuildConfig, Calibration
-    from pytest_trt.backends.base import create_backend
+    from pytest_trt.backends.registry import create_backend
 
     np.save(tmp_path / "calib.npy", np.random.default_rng(0).standard_normal((8, 3, 32, 32)).astype(np.float32))
     config = BuildConfig(name="imp", onnx=models["mobilenet_v2_b1"], precision="int8",

@@ -71,7 +71,8 @@ def test_not_cached_and_build_not_allowed_names_the_flag(tmp_path, config):
         provider(tmp_path, CountingBackend(), build=False).get(config)
 
 
-@pytest.mark.parametrize("damage", ["flip engine byte", "truncate log", "drop entry.json", "garbage entry.json"])
+@pytest.mark.parametrize("damage", ["flip engine byte", "truncate log", "drop entry.json", "garbage entry.json",
+                                    "edit config.json", "flip engine byte, keep build.json in step"])
 def test_corrupt_entry_is_rebuilt_never_used(tmp_path, config, damage):
     backend = CountingBackend()
     first = provider(tmp_path, backend)
@@ -86,6 +87,21 @@ def test_corrupt_entry_is_rebuilt_never_used(tmp_path, config, damage):
         (folder / "build.log").write_bytes((folder / "build.log").read_bytes()[:100])
     elif damage == "drop entry.json":
         (folder / "entry.json").unlink()
+    elif damage == "edit config.json":  # still valid JSON: only its sha256 in entry.json tells
+        text = (folder / "config.json").read_text(encoding="utf-8")
+        (folder / "config.json").write_text(text.replace('"pinned"', '"pinned" ', 1), encoding="utf-8")
+    elif damage == "flip engine byte, keep build.json in step":  # only entry.json's engine digest tells
+        import hashlib
+
+        data = bytearray((folder / "engine.plan").read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        (folder / "engine.plan").write_bytes(bytes(data))
+        build = json.loads((folder / "build.json").read_text(encoding="utf-8"))
+        build["engine_sha256"] = hashlib.sha256(bytes(data)).hexdigest()
+        (folder / "build.json").write_text(json.dumps(build), encoding="utf-8")
+        entry = json.loads((folder / "entry.json").read_text(encoding="utf-8"))
+        entry["files"]["build.json"] = hashlib.sha256((folder / "build.json").read_bytes()).hexdigest()
+        (folder / "entry.json").write_text(json.dumps(entry), encoding="utf-8")
     else:
         (folder / "entry.json").write_text("{not json", encoding="utf-8")
     messages = []

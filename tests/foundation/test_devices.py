@@ -8,7 +8,7 @@ import stat
 import pytest
 
 from pytest_trt import devices as dev
-from pytest_trt.backends import device
+from pytest_trt import hostprobe as device
 from pytest_trt.options import DEVICES
 
 #: what a fake nvidia-smi prints for --query-gpu=index,name,compute_cap,memory.total,driver_version,uuid
@@ -24,15 +24,15 @@ def fake_smi(tmp_path, monkeypatch):
     exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    device.gpus.cache_clear()
+    device.clear()
     yield exe
-    device.gpus.cache_clear()
+    device.clear()
 
 
 def test_gpus_follow_cuda_visible_devices(fake_smi, monkeypatch):
     assert [g.name for g in device.gpus()] == ["NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3"]
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
-    device.gpus.cache_clear()
+    device.clear()
     (h100,) = device.gpus()
     assert (h100.index, h100.compute_capability, h100.uuid) == (1, "9.0", "GPU-bbbb2222")
     found = tuple(device.Gpu(i, n, "8.0", None, None, u)
@@ -73,7 +73,7 @@ def test_each_worker_sees_only_its_device(pytester, fake_smi, monkeypatch):
     pytest.importorskip("xdist")
     pytester.makepyfile(test_probe="""
 import os, pathlib
-from pytest_trt.backends.device import gpus
+from pytest_trt.hostprobe import gpus
 
 def test_a(trt_device):
     out = pathlib.Path(os.environ["PROBE_DIR"]) / os.environ["PYTEST_XDIST_WORKER"]

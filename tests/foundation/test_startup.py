@@ -13,11 +13,15 @@ NOT_LOADED = ("pytest_trt.buildlog", "pytest_trt.config", "pytest_trt.engine", "
               "pytest_trt.audit.bundle", "pytest_trt.audit.archive", "pytest_trt.audit.pins",
               "pytest_trt.golden.store", "tarfile", "numpy", "h5py", "onnx", "onnxruntime", "tensorrt_rtx",
               # the engine provider and the hook modules' state are made on first use
-              "pytest_trt.session", "pytest_trt.cache", "pytest_trt.artifact", "pytest_trt.backends",
+              "pytest_trt.session", "pytest_trt.cache", "pytest_trt.artifact",
+              # the backend table (options read its names) loads; no backend module, no request
+              "pytest_trt.backends.base", "pytest_trt.backends.request", "pytest_trt.backends.tensorrt",
+              "pytest_trt.backends.onnxruntime",
               "pytest_trt.audit.recorder", "pytest_trt.catalog.session", "pytest_trt.devices",
               "pytest_trt.invocation", "pytest_trt.report", "pytest_trt.calibration", "pytest_trt.golden.workflow")
 #: everything a plain ``pytest -q`` run may load of pytest-trt: the hook modules and what their options need
-ALLOWED = {"pytest_trt", "pytest_trt.errors", "pytest_trt.options", "pytest_trt.keys", "pytest_trt.plugin",
+ALLOWED = {"pytest_trt", "pytest_trt.errors", "pytest_trt.options", "pytest_trt.backends",
+           "pytest_trt.backends.registry", "pytest_trt.keys", "pytest_trt.plugin",
            "pytest_trt.golden", "pytest_trt.golden.options", "pytest_trt.golden.provenance",
            "pytest_trt.golden.pytest_hooks", "pytest_trt.compare", "pytest_trt.compare.thresholds",
            "pytest_trt.audit", "pytest_trt.audit.pytest_hooks", "pytest_trt.collect_errors",

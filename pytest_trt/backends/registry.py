@@ -1,0 +1,238 @@
+"""Every backend pytest-trt knows, in one table, and everything derived from it.
+
+A row (:class:`BackendSpec`) says what a backend *is*: its ``--trt-backend``
+name, the Python module it needs, the pip distributions that carry that
+module, the ``pytest-trt[extra]`` that installs it, the short slug in bundle
+names, its rank for ``--trt-backend auto``, the factory that makes it (an
+import path, so reading the table imports no backend library) and the
+:class:`~pytest_trt.config.BuildConfig` options field only it reads.
+
+Options, help texts, the report header, environment capture, bundle names,
+the upgrade report and :func:`create_backend` all read this table; adding a
+backend is one :class:`BackendSpec` here (or :func:`register` from a plugin),
+one backend module and its tests.
+
+Versions come one way: :func:`installed_version`, from the distributions'
+package metadata, with no library import (importing ``tensorrt_rtx`` costs
+~35 ms, ``onnx`` ~190 ms).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import platform
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pytest_trt.errors import BackendUnavailable
+
+if TYPE_CHECKING:
+    from pytest_trt.backends.base import Backend
+
+#: ``--trt-backend auto``
+AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """What a backend is, as data (one row of the registry)."""
+
+    #: ``--trt-backend`` value and ``BuildResult.backend``
+    name: str
+    #: the Python module the backend imports (``tensorrt_rtx``); also the key of its version in ``versions``
+    module: str
+    #: pip distributions carrying ``module``, most usual first (the first installed one gives the version)
+    distributions: tuple[str, ...]
+    #: ``pip install 'pytest-trt[<extra>]'`` installs it
+    extra: str
+    #: short name in bundle file names (``rtx`` in ``model-v1-rtx1.7-cpu.tar.gz``)
+    slug: str
+    #: ``auto`` tries backends by increasing rank
+    auto_rank: int
+    #: ``"package.module:function"`` called with this spec, returning the Backend
+    factory: str
+    #: one-line description for help texts
+    title: str
+    #: the BuildConfig field holding options only this backend reads (``"ort"``), or None
+    options_field: str | None = None
+    #: other distributions whose versions can change an engine and so enter the cache key
+    key_packages: tuple[str, ...] = ("onnx",)
+    #: runs engines on any CPU (the hint when a GPU backend's engine cannot run here)
+    runs_on_cpu: bool = False
+
+
+_SPECS: dict[str, BackendSpec] = {
+    spec.name: spec
+    for spec in (
+        BackendSpec(
+            name="tensorrt", module="tensorrt", distributions=("tensorrt", "tensorrt-cu13", "tensorrt-cu12"),
+            extra="trt", slug="trt", auto_rank=0, factory="pytest_trt.backends.tensorrt:create",
+            title="NVIDIA TensorRT (needs a GPU to run engines)",
+        ),
+        BackendSpec(
+            name="tensorrt-rtx", module="tensorrt_rtx",
+            distributions=("tensorrt-rtx", "tensorrt_rtx", "tensorrt-rtx-cu13", "tensorrt_rtx_cu13"),
+            extra="rtx", slug="rtx", auto_rank=1, factory="pytest_trt.backends.tensorrt:create",
+            title="NVIDIA TensorRT-RTX (builds engines on a CPU-only machine)",
+        ),
+        BackendSpec(
+            name="onnxruntime", module="onnxruntime", distributions=("onnxruntime", "onnxruntime-gpu"),
+            extra="ort", slug="ort", auto_rank=2, factory="pytest_trt.backends.onnxruntime:create",
+            title="ONNX Runtime (runs on the CPU)", options_field="ort", key_packages=("onnx", "numpy"),
+            runs_on_cpu=True,
+        ),
+    )
+}
+
+
+def register(spec: BackendSpec) -> None:
+    """Add (or replace) a backend row: for a plugin shipping its own backend, before pytest-trt loads."""
+    if spec.name == AUTO or not spec.name:
+        raise ValueError(f"a backend cannot be named {spec.name!r}")
+    _SPECS[spec.name] = spec
+
+
+def unregister(name: str) -> None:
+    """Remove a row added with :func:`register` (tests)."""
+    _SPECS.pop(name, None)
+
+
+def specs() -> tuple[BackendSpec, ...]:
+    """Every row, in ``auto`` order."""
+    return tuple(sorted(_SPECS.values(), key=lambda s: (s.auto_rank, s.name)))
+
+
+def names() -> tuple[str, ...]:
+    """Backend names, in ``auto`` order."""
+    return tuple(s.name for s in specs())
+
+
+def choices() -> tuple[str, ...]:
+    """``--trt-backend`` / ``trt_backend`` values: ``auto`` then every backend."""
+    return (AUTO, *names())
+
+
+def auto_order() -> tuple[str, ...]:
+    """The backends ``auto`` tries, first importable wins."""
+    return names()
+
+
+def spec(name: str) -> BackendSpec:
+    """The row of backend ``name``; raises :class:`BackendUnavailable` naming the known ones."""
+    found = _SPECS.get(name)
+    if found is None:
+        raise BackendUnavailable(f"unknown backend {name!r}; choose one of {', '.join(choices())}", backend=name)
+    return found
+
+
+def find(name: str | None) -> BackendSpec | None:
+    """The row of ``name``, or None (names read back from old bundles and goldens)."""
+    return _SPECS.get(name or "")
+
+
+def name_of_module(module: str) -> str:
+    """The backend whose library is the Python module ``module`` (``tensorrt_rtx`` -> ``tensorrt-rtx``)."""
+    found = next((s for s in specs() if s.module == module), None)
+    if found is None:
+        raise BackendUnavailable(f"no backend uses the Python module {module!r}; backends: {', '.join(names())}",
+                                 backend=module)
+    return found.name
+
+
+def cpu_backend() -> str | None:
+    """The first backend that runs engines on any CPU (``onnxruntime``), or None."""
+    return next((s.name for s in specs() if s.runs_on_cpu), None)
+
+
+def slug(name: str) -> str | None:
+    """The bundle-name slug of backend ``name`` (None for a name not in the table)."""
+    found = _SPECS.get(name)
+    return None if found is None else found.slug
+
+
+def backend_help() -> str:
+    """Help text of ``--trt-backend``."""
+    return f"backend that builds engines (default: auto = {', then '.join(auto_order())})"
+
+
+def ini_help() -> str:
+    """Help text of the ``trt_backend`` ini key."""
+    listed = ", ".join(choices())
+    return f"backend: {listed}"
+
+
+def module_available(name: str) -> bool:
+    """Whether backend ``name``'s library is importable, without importing it."""
+    return importlib.util.find_spec(spec(name).module) is not None
+
+
+def _dist_version(distributions: tuple[str, ...]) -> str | None:
+    for dist in distributions:
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def installed_version(name: str) -> str | None:
+    """Backend ``name``'s version from its distributions' metadata (no import); None when not installed.
+
+    A module installed without package metadata (a TensorRT tarball on ``PYTHONPATH``) falls back
+    to its ``__version__``, which imports it.
+    """
+    found = spec(name)
+    version = _dist_version(found.distributions)
+    if version is None and importlib.util.find_spec(found.module) is not None:
+        module = importlib.import_module(found.module)
+        version = getattr(module, "__version__", None)
+    return None if version is None else str(version)
+
+
+def key_versions(name: str) -> dict[str, str]:
+    """The versions of backend ``name`` that enter an engine's cache key, all from package metadata.
+
+    ``backend`` and the module's name hold the library version; each of ``key_packages`` its own.
+    """
+    found = spec(name)
+    version = installed_version(name) or "not installed"
+    out = {"backend": version, found.module: version, "python": platform.python_version()}
+    for package in found.key_packages:
+        out[package] = _dist_version((package,)) or "not installed"
+    return out
+
+
+def create_backend(name: str) -> Backend:
+    """Instantiate backend ``name``; raises :class:`BackendUnavailable` when unknown or its library is missing."""
+    found = spec(name)
+    if not module_available(name):
+        raise BackendUnavailable(
+            f"backend {name!r} needs the Python module {found.module!r}, which is not installed; "
+            f"install it with: pip install 'pytest-trt[{found.extra}]'",
+            backend=name,
+        )
+    module_name, _, attribute = found.factory.partition(":")
+    factory = getattr(importlib.import_module(module_name), attribute)
+    backend: Backend = factory(found)
+    return backend
+
+
+def choose_backend(requested: str) -> tuple[str, str]:
+    """Resolve ``--trt-backend``; return (backend name, why it was chosen)."""
+    if requested != AUTO:
+        spec(requested)
+        return requested, "requested with --trt-backend"
+    order = auto_order()
+    skipped: list[str] = []
+    for name in order:
+        if module_available(name):
+            why = "auto: first importable of " + ", ".join(order)
+            if skipped:
+                why += f" ({', '.join(skipped)} not installed)"
+            return name, why
+        skipped.append(spec(name).module)
+    listing = ", ".join(order[:-1]) + (" or " if len(order) > 1 else "") + order[-1]
+    installs = "; ".join(f"{s.title}: pip install 'pytest-trt[{s.extra}]'" for s in specs())
+    raise BackendUnavailable(f"no backend is installed: install one of {listing} ({installs})", backend=AUTO)

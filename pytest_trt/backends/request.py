@@ -1,0 +1,92 @@
+"""The build request: everything about one build computed once, then handed to ``backend.build``.
+
+The engine provider makes one :class:`BuildRequest` per config and ONNX content:
+the ONNX file is hashed (once, and memoised by file identity), the backend's
+versions come from package metadata and the device is probed once per process.
+The request's ``key`` is the engine cache key; a cache hit therefore needs no
+backend library import and no validation.  On a miss the provider validates the
+config once, then calls ``backend.build(request)``, which does not validate again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_trt.backends.base import Backend
+    from pytest_trt.config import BuildConfig
+
+#: version of the key material's layout; bump when the key's inputs change meaning
+CACHE_SCHEMA = 1
+
+
+def cache_key(
+    *, onnx_sha256: str, canonical_config: str, backend: str, versions: Mapping[str, str],
+    device: Mapping[str, Any],
+) -> str:
+    """sha256 over the ONNX hash, the canonical config, backend name and versions, device and schema versions."""
+    from pytest_trt.artifact import ARTIFACT_SCHEMA
+    from pytest_trt.buildlog.record import RECORD_SCHEMA  # the buildlog package is not loaded with the plugin
+
+    material = {
+        "schema": [CACHE_SCHEMA, ARTIFACT_SCHEMA, RECORD_SCHEMA],
+        "onnx_sha256": onnx_sha256,
+        "config": canonical_config,
+        "backend": backend,
+        "versions": dict(versions),
+        "device": dict(device),
+    }
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    """One build, fully determined: what :meth:`Backend.build` receives.
+
+    ``config`` is built by the backend named ``backend``; ``onnx_sha256`` is the hash of
+    ``config.onnx``; ``config_hash`` is ``config.hash_with(onnx_sha256)``; ``versions`` and
+    ``device`` are the backend's as they enter ``key``, the cache key (and the built result).
+    ``backend.build(request)`` does not validate: whoever builds a request validates its config
+    first (:meth:`create` does by default; the provider does on a cache miss).
+    """
+
+    config: BuildConfig
+    backend: str
+    onnx_sha256: str
+    config_hash: str
+    versions: Mapping[str, str]
+    device: Mapping[str, Any]
+    key: str
+
+    @classmethod
+    def create(
+        cls, backend: Backend, config: BuildConfig, *, onnx_sha256: str | None = None, validate: bool = True
+    ) -> BuildRequest:
+        """Compute everything a build and its cache key need; validate ``config`` with ``backend`` first.
+
+        ``validate=False`` is for the cache lookup: an entry exists under a key only if a build of that
+        exact config, backend version and device passed validation, so a cache hit needs no validation
+        (and no backend library import); the caller validates before building.
+        """
+        if validate:
+            backend.validate(config)
+        sha = onnx_sha256 if onnx_sha256 is not None else config.onnx_sha256
+        versions = backend.versions()
+        device = backend.device(config)
+        key = cache_key(onnx_sha256=sha, canonical_config=config.canonical_json(), backend=backend.name,
+                        versions=versions, device=device)
+        return cls(config=config, backend=backend.name, onnx_sha256=sha, config_hash=config.hash_with(sha),
+                   versions=versions, device=device, key=key)
+
+
+def as_request(backend: Backend, request: BuildRequest | BuildConfig) -> BuildRequest:
+    """``request`` itself, or a request made for a bare config (``backend.build(config)`` in scripts and tests)."""
+    if isinstance(request, BuildRequest):
+        if request.backend != backend.name:
+            raise ValueError(f"a build request for backend {request.backend!r} was given to {backend.name!r}")
+        return request
+    return BuildRequest.create(backend, request)
