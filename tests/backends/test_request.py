@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_trt import BuildConfig, Profile, hostprobe
-from pytest_trt import config as config_module
+from pytest_trt import fileio as fileio_module
 from pytest_trt.backends.request import BuildRequest, as_request
 from pytest_trt.session import EngineProvider
 from tests.conftest import needs_ort, needs_rtx
@@ -64,7 +64,7 @@ def test_a_cache_miss_validates_hashes_and_probes_once(
 ) -> None:
     memo = CountingMemo()
     memo.stores = []
-    monkeypatch.setattr(config_module, "_SHA256_MEMO", memo)
+    monkeypatch.setattr(fileio_module, "_SHA256_MEMO", memo)
     probes: list[tuple[str, ...]] = []
     real_run = hostprobe._run
     monkeypatch.setattr(hostprobe, "_run", lambda *cmd: probes.append(cmd) or real_run(*cmd))
