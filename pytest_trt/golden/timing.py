@@ -121,7 +121,7 @@ def verify(check: GoldenCheck, engine: Any, opts: TimingOptions) -> list[DriftVe
     """Measure and compare with the timing snapshot; raise GoldenRegression on a drift that repeats."""
     __tracebackhide__ = True
     from pytest_trt.compare.timing import timing_drift
-    from pytest_trt.golden.workflow import GoldenRegression
+    from pytest_trt.golden.results import GoldenRegression
     from pytest_trt.timing import BenchmarkResult
 
     name = engine.config.name
