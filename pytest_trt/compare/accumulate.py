@@ -18,6 +18,7 @@ import numpy as np
 
 from pytest_trt.compare import distribution, metrics
 from pytest_trt.compare.verdict import OutputMetrics
+from pytest_trt.compare.workspace import Workspace, read_rows
 from pytest_trt.errors import GoldenError
 
 
@@ -50,6 +51,7 @@ class OutputAccumulator:
     _o_top1: list[np.ndarray] = field(default_factory=list)
     _g_top1: list[np.ndarray] = field(default_factory=list)
     _stats: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    _work: Workspace = field(default_factory=Workspace)
 
     def update(self, start: int, obtained: np.ndarray) -> None:
         """Add the batch of samples ``start ..`` (its golden rows are read from :attr:`golden`)."""
@@ -58,7 +60,7 @@ class OutputAccumulator:
         if self.classifier and np.issubdtype(obtained.dtype, np.floating):
             if self.logits is None:
                 self.logits = not distribution.looks_like_probabilities(obtained)
-            stats, top = distribution.per_sample_top1(obtained, logits=self.logits)
+            stats, top = distribution.per_sample_top1(obtained, logits=self.logits, work=self._work)
             for k, v in stats.items():
                 self._stats.setdefault(k, []).append(v)
             self._o_top1.append(top)
@@ -66,7 +68,7 @@ class OutputAccumulator:
             self._o_top1.append(metrics.top1(obtained))
         if self.golden is None:
             return
-        gold = np.asarray(self.golden[start : start + obtained.shape[0]])
+        gold = read_rows(self.golden, start, obtained.shape[0], self._work, "golden")
         self.elements.update(obtained, gold)
         if self.classifier:
             self._g_top1.append(metrics.top1(gold))

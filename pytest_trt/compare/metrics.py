@@ -198,10 +198,13 @@ def looks_like_class_scores(batch: np.ndarray, max_label: int | None) -> bool:
 
 
 def top1(batch: np.ndarray) -> np.ndarray:
-    """Predicted class per sample (argmax of the scores, or the indices themselves)."""
+    """Predicted class per sample (argmax of the scores, or a copy of the indices themselves).
+
+    Always a new array: a batch may be a reused buffer (a workspace, an engine's output binding).
+    """
     arr = np.asarray(batch)
     if arr.ndim == 1:
-        return np.asarray(arr, dtype=np.int64)
+        return np.array(arr, dtype=np.int64, copy=True)
     return np.asarray(np.argmax(arr, axis=-1), dtype=np.int64)
 
 

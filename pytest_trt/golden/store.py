@@ -13,7 +13,8 @@ One file per model, ``<golden_dir>/<config.name>.h5``::
     /history/<config>/gen-<NNNN>             earlier snapshots, moved here unchanged
     /approvals             (K,) utf-8 JSON   one approval record per refresh
 
-Every dataset is chunked and created with ``track_times=False`` and every
+Compressed datasets are chunked (whole samples, about 1 MiB a chunk), unfiltered
+ones contiguous; every dataset is created with ``track_times=False`` and every
 attribute is written in a fixed order, so identical content gives identical
 bytes.  h5py is imported here only; the pytest hook module never imports this.
 """
@@ -99,9 +100,15 @@ def chunks_for(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...] | bool:
 
 def create_array(group: h5py.Group, name: str, shape: tuple[int, ...], dtype: Any, filters: Mapping[str, Any],
                  data: np.ndarray | None = None) -> h5py.Dataset:
+    """A dataset of ``shape``: chunked when ``filters`` compress it, contiguous otherwise.
+
+    Unfiltered data gains nothing from chunks, and a batch that ends inside a chunk made
+    HDF5 write the chunk, evict it and read it back to finish it: contiguous storage
+    wrote 1000-class logits 1.2-3.7x faster in batches of 256 (issue #14).
+    """
     dt = np.dtype(dtype) if dtype is not _STR else dtype
-    return group.create_dataset(name, shape=shape, dtype=dt, data=data, chunks=chunks_for(shape, dt.itemsize),
-                                track_times=False, **filters)
+    chunks = chunks_for(shape, dt.itemsize) if filters else None
+    return group.create_dataset(name, shape=shape, dtype=dt, data=data, chunks=chunks, track_times=False, **filters)
 
 
 def _json_attr(obj: Any) -> str:
