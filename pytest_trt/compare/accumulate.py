@@ -11,7 +11,6 @@ from (an engine, given arrays, an HDF5 file) is the golden workflow's business
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -53,27 +52,18 @@ class OutputAccumulator:
     _g_top1: list[np.ndarray] = field(default_factory=list)
     _stats: dict[str, list[np.ndarray]] = field(default_factory=dict)
     _work: Workspace = field(default_factory=Workspace)
-    _stats_work: Workspace = field(default_factory=Workspace)  # the pool's thread has its own buffers
-    _pending: Future[tuple[dict[str, np.ndarray], np.ndarray]] | None = None
 
-    def update(self, start: int, obtained: np.ndarray, *, pool: Executor | None = None) -> None:
-        """Add the batch of samples ``start ..`` (its golden rows are read from :attr:`golden`).
-
-        With ``pool``, the per-sample classifier statistics of the batch run there while this
-        thread compares it with the golden; :meth:`settle` (called by the next update and by
-        every result) waits for them.  ``obtained`` must stay unchanged until then.
-        """
-        self.settle()
+    def update(self, start: int, obtained: np.ndarray) -> None:
+        """Add the batch of samples ``start ..`` (its golden rows are read from :attr:`golden`)."""
         if self.dtype is None:
             self._first(obtained)
         if self.classifier and np.issubdtype(obtained.dtype, np.floating):
             if self.logits is None:
                 self.logits = not distribution.looks_like_probabilities(obtained)
-            if pool is not None:
-                self._pending = pool.submit(distribution.per_sample_top1, obtained, logits=self.logits,
-                                            work=self._stats_work)
-            else:
-                self._add(distribution.per_sample_top1(obtained, logits=self.logits, work=self._stats_work))
+            stats, top = distribution.per_sample_top1(obtained, logits=self.logits, work=self._work)
+            for k, v in stats.items():
+                self._stats.setdefault(k, []).append(v)
+            self._o_top1.append(top)
         elif self.classifier:
             self._o_top1.append(metrics.top1(obtained))
         if self.golden is None:
@@ -82,18 +72,6 @@ class OutputAccumulator:
         self.elements.update(obtained, gold)
         if self.classifier:
             self._g_top1.append(metrics.top1(gold))
-
-    def settle(self) -> None:
-        """Wait for the statistics of the last batch (see :meth:`update`)."""
-        if self._pending is not None:
-            pending, self._pending = self._pending, None
-            self._add(pending.result())
-
-    def _add(self, computed: tuple[dict[str, np.ndarray], np.ndarray]) -> None:
-        stats, top = computed
-        for k, v in stats.items():
-            self._stats.setdefault(k, []).append(v)
-        self._o_top1.append(top)
 
     def _first(self, obtained: np.ndarray) -> None:
         self.sample_shape, self.dtype = tuple(obtained.shape[1:]), obtained.dtype
@@ -120,17 +98,14 @@ class OutputAccumulator:
 
     def per_sample_stats(self) -> dict[str, np.ndarray]:
         """Each classifier statistic (:data:`~pytest_trt.compare.distribution.STATS`) per sample so far."""
-        self.settle()
         return {k: np.concatenate(v) for k, v in self._stats.items()}
 
     def obtained_top1(self) -> np.ndarray | None:
-        self.settle()
         return np.concatenate(self._o_top1) if self._o_top1 else None
 
     def result(self, samples: int, labels: np.ndarray | None, tags: Sequence[str] | None,
                base: distribution.DistributionBaseline | None) -> OutputMetrics:
         """Figures of obtained vs golden (requires a golden)."""
-        self.settle()
         stats = self.elements.result()
         if not self.classifier or not self._o_top1:
             return OutputMetrics(self.name, samples, stats)
@@ -147,7 +122,6 @@ class OutputAccumulator:
 
     def baseline(self, labels: np.ndarray | None, tags: Sequence[str] | None) -> dict[str, Any]:
         """Metric baselines of these outputs as a new golden: accuracy (overall, per tag), distribution."""
-        self.settle()
         out: dict[str, Any] = {"classifier": self.classifier}
         o = self.obtained_top1()
         if o is not None and labels is not None:

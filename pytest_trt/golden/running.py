@@ -8,9 +8,7 @@ in update mode, to a sink that writes the new snapshot.  Nothing is held whole.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -66,21 +64,7 @@ def run_dataset(
     new: NewAccumulator,
     sink: Sink | None = None,
 ) -> dict[str, OutputAccumulator]:
-    """Feed every batch to ``run``; update ``accumulators`` (made by ``new`` per new output) and ``sink``.
-
-    With more than one CPU, the classifier statistics of a batch are computed on a second
-    thread while this one compares the batch with the golden and writes it (numpy releases
-    the GIL in its loops); both are done before the next batch runs.
-    """
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pytest-trt-golden") as pool:
-        return _run_batches(run, inputs, samples, batch, accumulators, golden_outputs=golden_outputs, label=label,
-                            new=new, sink=sink, pool=pool if (os.cpu_count() or 1) > 1 else None)
-
-
-def _run_batches(run: Run, inputs: Mapping[str, ArrayLike], samples: int, batch: int,
-                 accumulators: dict[str, OutputAccumulator], *, golden_outputs: Mapping[str, ArrayLike] | None,
-                 label: str, new: NewAccumulator, sink: Sink | None, pool: Executor | None
-                 ) -> dict[str, OutputAccumulator]:
+    """Feed every batch to ``run``; update ``accumulators`` (made by ``new`` per new output) and ``sink``."""
     for start, batch_feeds in iter_batches(inputs, samples, batch):
         try:
             outputs = run(batch_feeds)
@@ -102,16 +86,14 @@ def _run_batches(run: Run, inputs: Mapping[str, ArrayLike], samples: int, batch:
             if name not in accumulators:
                 accumulators[name] = new(name, None if golden_outputs is None else golden_outputs.get(name))
             try:
-                accumulators[name].update(start, arr, pool=pool)
+                accumulators[name].update(start, arr)
             except GoldenError as exc:  # name the golden file, not only the output
                 raise GoldenError(f"{label}: {exc.message}", **exc.context) from None
-        try:
-            if sink is not None:
+        if sink is not None:
+            try:
                 sink(start, outputs)
-            for acc in accumulators.values():  # the batch's outputs may be reused by the next run()
-                acc.settle()
-        except GoldenError as exc:
-            raise GoldenError(f"{label}: {exc.message}", **exc.context) from None
+            except GoldenError as exc:
+                raise GoldenError(f"{label}: {exc.message}", **exc.context) from None
     return accumulators
 
 

@@ -75,25 +75,3 @@ def test_logits_over_batches_match_whole_array_float64(tmp_path: Path) -> None:
     np.testing.assert_allclose(stats["top2_margin"], top2[:, 1] - top2[:, 0], atol=2e-6, rtol=1e-5)
     np.testing.assert_allclose(stats["entropy"], -(p * np.log(p)).sum(axis=1), atol=2e-6, rtol=1e-5)
 
-
-def test_statistics_on_a_second_thread_equal_those_computed_inline(tmp_path: Path) -> None:
-    from concurrent.futures import ThreadPoolExecutor
-
-    rng = np.random.default_rng(5)
-    golden = (rng.standard_normal((200, 50)) * 3).astype(np.float32)
-    obtained = golden + (rng.standard_normal(golden.shape) * 0.1).astype(np.float32)
-    with _golden(tmp_path, logits=golden) as f, ThreadPoolExecutor(1) as pool:
-        inline = OutputAccumulator("logits", f["logits"], declared=True)
-        _feed(inline, obtained, 32)
-        threaded = OutputAccumulator("logits", f["logits"], declared=True)
-        buffer = np.empty((32, 50), np.float32)  # one reused batch buffer, as an engine's output binding may be
-        for start in range(0, 200, 32):
-            n = min(32, 200 - start)
-            buffer[:n] = obtained[start : start + n]
-            threaded.update(start, buffer[:n], pool=pool)
-            threaded.settle()  # what the run loop does before the next run() may reuse the buffer
-        a, b = inline.result(200, None, None, None), threaded.result(200, None, None, None)
-    assert a == b
-    for k, v in inline.per_sample_stats().items():
-        np.testing.assert_array_equal(threaded.per_sample_stats()[k], v)
-    np.testing.assert_array_equal(threaded.obtained_top1(), obtained.argmax(axis=1))
