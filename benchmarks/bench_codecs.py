@@ -5,7 +5,8 @@ run by ONNX Runtime (1000-class logits; the 1280x7x7 ReLU6 feature map before
 the pool, a wide output), and image inputs (smooth synthetic images quantized
 to uint8 and normalized with the ImageNet mean/std, as a loader gives them).
 For each filter: write and read MB/s (median of alternating rounds through
-h5py with the store's chunking) and the compressed size.  zstd needs
+h5py with the store's layout: contiguous unfiltered, chunks of whole samples
+when filtered) and the compressed size.  zstd needs
 ``hdf5plugin`` (not a dependency of pytest-trt; measured to decide whether it
 should be one).
 """
@@ -58,7 +59,7 @@ def model_outputs(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def filters() -> dict[str, dict[str, Any]]:
     table: dict[str, dict[str, Any]] = {
-        "none": {}, "gzip-1": {"compression": "gzip", "compression_opts": 1},
+        "none (contiguous)": {}, "gzip-1": {"compression": "gzip", "compression_opts": 1},
         "gzip-1+shuffle": {"compression": "gzip", "compression_opts": 1, "shuffle": True},
         "gzip-4+shuffle (old inputs)": {"compression": "gzip", "compression_opts": 4, "shuffle": True},
         "lzf (old outputs)": {"compression": "lzf"},
@@ -77,8 +78,8 @@ def measure(folder: Path, data: np.ndarray, opts: dict[str, Any], batch: int) ->
     path = folder / "c.h5"
     t0 = time.perf_counter()
     with h5py.File(path, "w") as f:
-        ds = f.create_dataset("d", shape=data.shape, dtype=data.dtype, chunks=chunks_for(data.shape, 4),
-                              track_times=False, **opts)
+        ds = f.create_dataset("d", shape=data.shape, dtype=data.dtype, track_times=False,
+                              chunks=chunks_for(data.shape, 4) if opts else None, **opts)  # as store.create_array
         for s in range(0, data.shape[0], batch):
             ds[s : s + batch] = data[s : s + batch]
     t1 = time.perf_counter()

@@ -29,9 +29,20 @@ BLOCK = 1 << 18
 _DOT_SLICE = 8192
 
 
+#: numpy >= 2 computes the slices' dot products in one call (one BLAS ddot per row of a
+#: (k, _DOT_SLICE) view): the Python loop's 96 calls per block cost a quarter of a check
+_VECDOT = getattr(np, "vecdot", None)
+
+
 def _dot64(a: np.ndarray, b: np.ndarray) -> float:
+    """``a . b`` of two float64 vectors, in slices of :data:`_DOT_SLICE`, summed in float64."""
+    whole = a.size - a.size % _DOT_SLICE
     total = 0.0
-    for start in range(0, a.size, _DOT_SLICE):
+    if _VECDOT is not None and whole:
+        total = float(_VECDOT(a[:whole].reshape(-1, _DOT_SLICE), b[:whole].reshape(-1, _DOT_SLICE)).sum())
+    else:
+        whole = 0
+    for start in range(whole, a.size, _DOT_SLICE):
         total += float(np.dot(a[start : start + _DOT_SLICE], b[start : start + _DOT_SLICE]))
     return total
 
@@ -198,10 +209,13 @@ def looks_like_class_scores(batch: np.ndarray, max_label: int | None) -> bool:
 
 
 def top1(batch: np.ndarray) -> np.ndarray:
-    """Predicted class per sample (argmax of the scores, or the indices themselves)."""
+    """Predicted class per sample (argmax of the scores, or a copy of the indices themselves).
+
+    Always a new array: a batch may be a reused buffer (a workspace, an engine's output binding).
+    """
     arr = np.asarray(batch)
     if arr.ndim == 1:
-        return np.asarray(arr, dtype=np.int64)
+        return np.array(arr, dtype=np.int64, copy=True)
     return np.asarray(np.argmax(arr, axis=-1), dtype=np.int64)
 
 

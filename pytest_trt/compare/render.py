@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from pytest_trt.compare.rules import RULES
 from pytest_trt.compare.verdict import FAIL, Breach, MetricCheck, OutputMetrics, num, pct
 from pytest_trt.golden.options import APPROVE_OPTION, ENGINE_BUILD_OPTION, UPDATE_OPTION
 
@@ -40,14 +41,12 @@ def _opt(x: float | None, fmt: str = "num") -> str:
 
 
 def metrics_table(metrics: Sequence[OutputMetrics]) -> list[str]:
-    """Aligned per-output figures, at most :data:`MAX_TABLE_ROWS` rows."""
-    header = ("output", "samples", "max_abs", "max_rel", "l2_delta", "cosine", "top1_agree", "accuracy")
+    """Aligned per-output figures, one column per rule that has one, at most :data:`MAX_TABLE_ROWS` rows."""
+    columns = [r for r in RULES if r.column is not None]
+    header = ("output", "samples", *(str(r.column) for r in columns))
     rows = [header]
     for m in metrics[:MAX_TABLE_ROWS]:
-        e = m.elements
-        acc = "-" if m.accuracy is None else f"{_opt(m.golden_accuracy, 'pct')} -> {pct(m.accuracy)}"
-        rows.append((m.name, str(m.samples), num(e.max_abs), num(e.max_rel), num(e.l2_delta),
-                     f"{e.cosine:.6f}", _opt(m.top1_agreement, "pct"), acc))
+        rows.append((m.name, str(m.samples), *(r.text(m) for r in columns)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     lines = ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     if len(metrics) > MAX_TABLE_ROWS:
@@ -113,12 +112,6 @@ def render_deltas(label: str, deltas: Mapping[str, OutputMetrics], *, previous: 
         return [f"{label}: generation {previous} holds none of these outputs with these shapes: nothing to compare"]
     out = []
     for name, m in deltas.items():
-        e = m.elements
-        parts = [f"L2 delta {num(e.l2_delta)}", f"max abs {num(e.max_abs)}", f"cosine {e.cosine:.6f}"]
-        if m.top1_agreement is not None:
-            parts.append(f"top-1 agreement {pct(m.top1_agreement)}")
-        if m.accuracy is not None and m.golden_accuracy is not None:
-            change = pct(m.accuracy_drop or 0.0, signed=True)
-            parts.append(f"accuracy {pct(m.golden_accuracy)} -> {pct(m.accuracy)} ({change})")
+        parts = [text for r in RULES if r.delta is not None and (text := r.delta(m)) is not None]
         out.append(f"{label}: {name}: " + ", ".join(parts))
     return out

@@ -17,10 +17,9 @@ from typing import Any
 
 from pytest_trt.errors import GoldenError
 
-#: threshold fields that are upper bounds (breached when the metric is greater)
-UPPER_BOUNDS = ("l2_delta", "max_abs", "max_rel", "top1_drop", "drift_sd")
-#: threshold fields that are lower bounds (breached when the metric is smaller)
-LOWER_BOUNDS = ("cosine", "top1_agreement")
+#: the one threshold that is a switch, not a number; each other field bounds the metric of the same name,
+#: judged as its row of :data:`pytest_trt.compare.rules.RULES` says (upper or lower bound)
+SWITCHES = ("allow_nonfinite",)
 
 
 @dataclass(frozen=True)
@@ -56,7 +55,7 @@ class Thresholds:
     allow_nonfinite: bool = False
 
     def __post_init__(self) -> None:
-        for name in (*UPPER_BOUNDS, *LOWER_BOUNDS):
+        for name in (f.name for f in fields(self) if f.name not in SWITCHES):
             value = getattr(self, name)
             if value is None:
                 continue

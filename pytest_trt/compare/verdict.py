@@ -1,6 +1,7 @@
 """What a golden check decided, as data: :class:`OutputMetrics` in, :class:`MetricCheck` and :class:`Verdict` out.
 
-The evaluation itself (metrics against thresholds) is :mod:`pytest_trt.compare.assess`.
+The rules (how each metric is judged and rendered) are :mod:`pytest_trt.compare.rules`; the evaluation
+(metrics against thresholds) is :mod:`pytest_trt.compare.assess`.
 """
 
 from __future__ import annotations
@@ -11,12 +12,6 @@ from typing import Any
 
 from pytest_trt.compare.distribution import Drift
 from pytest_trt.compare.metrics import ElementStats, TagMetrics
-
-STAT_LABELS = {
-    "max_confidence": "Mean max softmax confidence",
-    "entropy": "Mean entropy",
-    "top2_margin": "Mean top-2 margin",
-}
 
 
 @dataclass(frozen=True)

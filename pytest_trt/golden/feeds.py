@@ -11,8 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from pytest_trt.compare.accumulate import ArrayLike
 from pytest_trt.errors import GoldenError
-from pytest_trt.golden.streaming import DEFAULT_BATCH, ArrayLike
+
+DEFAULT_BATCH = 64
 
 
 def batch_size(engine: Any, requested: int | None) -> int:

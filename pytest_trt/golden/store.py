@@ -13,7 +13,8 @@ One file per model, ``<golden_dir>/<config.name>.h5``::
     /history/<config>/gen-<NNNN>             earlier snapshots, moved here unchanged
     /approvals             (K,) utf-8 JSON   one approval record per refresh
 
-Every dataset is chunked and created with ``track_times=False`` and every
+Compressed datasets are chunked (whole samples, about 1 MiB a chunk), unfiltered
+ones contiguous; every dataset is created with ``track_times=False`` and every
 attribute is written in a fixed order, so identical content gives identical
 bytes.  h5py is imported here only; the pytest hook module never imports this.
 """
@@ -39,14 +40,20 @@ from pytest_trt.golden.provenance import Provenance
 FORMAT = "pytest-trt-golden"
 SCHEMA = 1
 CHUNK_BYTES = 1 << 20
-#: Filters chosen by measurement (benchmarks/bench_codecs.py, issue #14): on 1000-class
-#: logits every filter saves <= 15% and gzip/lzf write at 20-100 MB/s; feature maps
-#: halve with gzip-1/zstd-1 but write at 50-250 MB/s; normalized images shrink to 37%
-#: with gzip-1 (no shuffle: shuffle made them 2x larger) but read at ~150 MB/s, which
-#: made a 2,000-image check 1.2x a bare session.run loop.  Unfiltered data writes and
-#: reads at disk/page-cache speed (> 1 GB/s), so goldens are stored unfiltered.
-#: Files written with the earlier filters (gzip-4 + shuffle, lzf) read unchanged:
-#: h5py decodes whatever filter a dataset declares.
+#: Filters chosen per kind of data by measurement (benchmarks/bench_codecs.py on real
+#: MobileNetV2 outputs and normalized images, issue #14; write / read MB/s, size):
+#: 1000-class logits: every filter keeps >= 85% of the bytes (zstd-1 ~1000 / 760-1480,
+#: 92.5%; blosc-lz4+shuffle 880-1270 / 2000-4900, 86.5%; lzf 100%; gzip 40-70 / 280-780);
+#: feature maps halve (zstd-1 46.6% at 250-500 / 600-1170; gzip-1 48.7% at 60-90 /
+#: 200-370; lzf 54.8%); images shrink to 36.8% with gzip-1 (no shuffle: 75% with it) but
+#: decode at 290-500 MB/s (zstd-1: 59.5%, ~1070; lzf: 49.7%, ~680).  Unfiltered,
+#: contiguous data writes at 1.9-3.7 GB/s and reads at 5-12 GB/s, and the golden check
+#: must run at >= 1 GB/s and within 5% of a bare session.run loop: a 1.2 GB image
+#: dataset decoded at <= 1.1 GB/s costs 1-4 s of CPU per check.  So inputs and outputs
+#: are stored unfiltered (and hdf5plugin, zstd's filter, is not a dependency: a file
+#: written with it would not read where it is not installed).  Files written with the
+#: earlier filters (gzip-4 + shuffle inputs, lzf outputs) read unchanged: h5py decodes
+#: whatever filter a dataset declares.
 INPUT_FILTERS: dict[str, Any] = {}
 OUTPUT_FILTERS: dict[str, Any] = {}
 #: labels and tags are small and compress well
@@ -99,9 +106,15 @@ def chunks_for(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...] | bool:
 
 def create_array(group: h5py.Group, name: str, shape: tuple[int, ...], dtype: Any, filters: Mapping[str, Any],
                  data: np.ndarray | None = None) -> h5py.Dataset:
+    """A dataset of ``shape``: chunked when ``filters`` compress it, contiguous otherwise.
+
+    Unfiltered data gains nothing from chunks, and a batch that ends inside a chunk made
+    HDF5 write the chunk, evict it and read it back to finish it: contiguous storage
+    wrote 1000-class logits 1.2-3.7x faster in batches of 256 (issue #14).
+    """
     dt = np.dtype(dtype) if dtype is not _STR else dtype
-    return group.create_dataset(name, shape=shape, dtype=dt, data=data, chunks=chunks_for(shape, dt.itemsize),
-                                track_times=False, **filters)
+    chunks = chunks_for(shape, dt.itemsize) if filters else None
+    return group.create_dataset(name, shape=shape, dtype=dt, data=data, chunks=chunks, track_times=False, **filters)
 
 
 def _json_attr(obj: Any) -> str:

@@ -15,13 +15,15 @@ from typing import TYPE_CHECKING, Any
 import h5py
 import numpy as np
 
+from pytest_trt.compare.accumulate import baseline_of
 from pytest_trt.errors import GoldenError, GoldenMissing
 from pytest_trt.golden import atomic, provenance, running, store, structure
 from pytest_trt.golden.approvals import Approval, append_jsonl, approver
 from pytest_trt.golden.dataset import GoldenDataset, dataset_digest
+from pytest_trt.golden.results import UpdateResult
 
 if TYPE_CHECKING:
-    from pytest_trt.golden.workflow import GoldenCheck, UpdateResult
+    from pytest_trt.golden.workflow import GoldenCheck
 
 
 class _Sink:
@@ -71,8 +73,6 @@ def update(check: GoldenCheck, config: Any, engine: Any, outputs: Mapping[str, n
            classifier: Callable[[str], bool | None] = lambda name: None) -> UpdateResult:
     """Write the approved snapshot of ``config``; return what changed against the previous one."""
     __tracebackhide__ = True
-    from pytest_trt.golden import workflow as wf
-
     settings = check.settings
     if not settings.approve:
         raise GoldenError("updating a golden needs a reason: add --trt-approve \"REASON\"")
@@ -92,13 +92,13 @@ def update(check: GoldenCheck, config: Any, engine: Any, outputs: Mapping[str, n
         compare_old = old is not None and not dataset_changed
         old_outputs = dict(f[f"history/{name}/gen-{generation - 1:04d}/outputs"].items()) if compare_old else {}
         max_label = None if labels is None or not labels.size else int(labels.max())
-        make = running.stream_factory(old_baselines, classifier, max_label, strict=False)
-        streams = running.pre_streams(old_outputs, make)
-        running.feed(check, engine, outputs, dict(ds_group["inputs"].items()), samples, batch_size, streams,
-                golden_outputs=None, label=label, sink=_Sink(group, samples), new_stream=make)
-        deltas = {n: s.result(samples, labels, tags, running.baseline_of(old_baselines, n))
-                  for n, s in streams.items() if s.golden is not None}
-        baselines = {n: s.baseline(labels, tags) for n, s in streams.items()}
+        make = running.accumulator_factory(old_baselines, classifier, max_label, strict=False)
+        accumulators = {n: make(n, ds) for n, ds in old_outputs.items()}
+        running.feed(engine, outputs, dict(ds_group["inputs"].items()), samples, batch_size, accumulators,
+                     golden_outputs=None, label=label, sink=_Sink(group, samples), new=make)
+        deltas = {n: a.result(samples, labels, tags, baseline_of(old_baselines, n))
+                  for n, a in accumulators.items() if a.golden is not None}
+        baselines = {n: a.baseline(labels, tags) for n, a in accumulators.items()}
         new_prov = (provenance.from_engine(engine, dataset_sha256=digest, cwd=settings.rootdir) if engine is not None
                     else provenance.from_outputs(config, dataset_sha256=digest, cwd=settings.rootdir))
         record_json = structure.normalized_json(engine.record) if engine is not None else None
@@ -118,7 +118,7 @@ def update(check: GoldenCheck, config: Any, engine: Any, outputs: Mapping[str, n
         store.append_approval(f, approval.to_dict())
     append_jsonl(settings.golden_dir, json.loads(json.dumps(approval.to_dict(), default=_jsonable)))
     structure_text = None if diff is None or diff.is_empty else diff.render()
-    return wf.UpdateResult(name, path, generation, deltas, structure_text, approval,
+    return UpdateResult(name, path, generation, deltas, structure_text, approval,
                            dataset_changed=old is not None and dataset_changed)
 
 

@@ -9,18 +9,21 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pytest_trt.buildlog.record_diff import RecordDiff
+from pytest_trt.compare.accumulate import baseline_of
+from pytest_trt.compare.assess import judge
 from pytest_trt.compare.render import update_command
+from pytest_trt.compare.summary import summarize_outputs
 from pytest_trt.compare.thresholds import ThresholdSet
 from pytest_trt.compare.verdict import ProvenanceChange
 from pytest_trt.errors import GoldenError, GoldenMissing
 from pytest_trt.golden import provenance, running, structure
 from pytest_trt.golden.dataset import GoldenDataset
 from pytest_trt.golden.options import PROVENANCE_FAIL_ON_INI, PROVENANCE_INI, PROVENANCE_OPTION
+from pytest_trt.golden.results import CheckResult, raise_failure, warn_structure
 from pytest_trt.golden.store import GoldenFile, guard
-from pytest_trt.upgrade.outputs import summarize_outputs
 
 if TYPE_CHECKING:
-    from pytest_trt.golden.workflow import CheckResult, GoldenCheck
+    from pytest_trt.golden.workflow import GoldenCheck
 
 
 def current_provenance(engine: Any, config: Any, dataset_sha256: str) -> provenance.Provenance:
@@ -75,8 +78,6 @@ def verify(
 ) -> CheckResult:
     """Compare ``engine`` (or ``outputs``) with the golden of ``config``; raise on any failure."""
     __tracebackhide__ = True
-    from pytest_trt.golden import workflow as wf
-
     name = config.name
     path: Path = check.path_for(name)
     if not path.exists():
@@ -99,12 +100,12 @@ def verify(
         label = f"golden {path.name} [{name}]"
         labels, tags = g.labels(), g.tags()
         max_label = None if labels is None or not labels.size else int(labels.max())
-        make = running.stream_factory(snap.baselines, classifier, max_label, strict=True)
-        streams = running.pre_streams(snap.outputs, make)
-        running.feed(check, engine, outputs, g.inputs(), g.samples, batch_size, streams,
-                golden_outputs=snap.outputs, label=label, new_stream=make)
-        metrics = {n: s.result(g.samples, labels, tags, running.baseline_of(snap.baselines, n))
-                   for n, s in streams.items()}
+        make = running.accumulator_factory(snap.baselines, classifier, max_label, strict=True)
+        accumulators = {n: make(n, ds) for n, ds in snap.outputs.items()}
+        running.feed(engine, outputs, g.inputs(), g.samples, batch_size, accumulators,
+                     golden_outputs=snap.outputs, label=label, new=make)
+        metrics = {n: a.result(g.samples, labels, tags, baseline_of(snap.baselines, n))
+                   for n, a in accumulators.items()}
         record_json = snap.record_json()
         generation = snap.generation
     structure_text = None
@@ -112,25 +113,25 @@ def verify(
         diff = _structure_diff(record_json, engine.record)
         structure_text = diff.render() if diff.has_structure_changes else None
     failing_structure = structure_text if structure == "fail" else None
-    verdict = wf.judge(metrics, limits, problems=problems, provenance=changes, structure_text=failing_structure)
+    verdict = judge(metrics, limits, problems=problems, provenance=changes, structure_text=failing_structure)
     golden_label = f"{path} [{name}] generation {generation}, {sum(1 for _ in metrics)} outputs"
-    # what the upgrade report draws from (pytest_trt.upgrade.outputs), kept with the verdict in the bundle
-    outputs_summary = {**summarize_outputs(streams, metrics, limits, labels), "golden_file": str(path)}
+    # what the upgrade report draws from (pytest_trt.compare.summary), kept with the verdict in the bundle
+    outputs_summary = {**summarize_outputs(accumulators, metrics, limits, labels), "golden_file": str(path)}
     if not verdict.passed or any(c.fatal for c in changes):
         try:
-            wf.raise_failure(check, golden=golden_label, verdict=verdict, metrics=metrics,
+            raise_failure(check, golden=golden_label, verdict=verdict, metrics=metrics,
                              provenance_lines=provenance_lines(changes))
         except GoldenError as exc:
             exc.context["outputs_summary"] = outputs_summary
             exc.context["golden_generation"] = (str(path), generation)  # the verdict names what it was checked against
             raise
     if structure_text and structure == "warn":
-        wf.warn_structure(structure_text, golden_label)
+        warn_structure(structure_text, golden_label)
     note = None
     if changes:
         command = update_command(check.command_nodeid, reason="REASON", args=check.settings.command_args)
         note = provenance_note(f"{path.name} [{name}] generation {generation}", changes, command)
-    return wf.CheckResult(name, path, generation, metrics, structure_text, verdict, note, outputs_summary)
+    return CheckResult(name, path, generation, metrics, structure_text, verdict, note, outputs_summary)
 
 
 def _structure_diff(record_json: str, record: Any) -> RecordDiff:

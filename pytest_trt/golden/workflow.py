@@ -12,102 +12,27 @@ test's own line.
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
-from pytest_trt.compare.assess import assess, refusals
-from pytest_trt.compare.render import render_deltas, render_regression, update_command
-from pytest_trt.compare.thresholds import ThresholdSet
-from pytest_trt.compare.verdict import NO_LABELS, NOT_EVALUATED, MetricCheck, OutputMetrics, Verdict
-from pytest_trt.errors import EngineNotRunnable, GoldenError, GoldenRegression, GoldenTainted
+from pytest_trt.compare.render import update_command
+from pytest_trt.errors import EngineNotRunnable, GoldenError, GoldenRegression
 from pytest_trt.golden import structure
-from pytest_trt.golden.approvals import Approval
 from pytest_trt.golden.dataset import GoldenDataset
-from pytest_trt.golden.provenance import ProvenancePolicy
+from pytest_trt.golden.results import (
+    CheckResult,
+    Classifier,
+    EngineLike,
+    GoldenSettings,
+    GoldenStructureWarning,
+    UpdateResult,
+)
 
-#: ``check(classifier=...)``: True/False for every output, output names, or ``{name: bool}``
-Classifier = bool | Iterable[str] | Mapping[str, bool] | None
-
-
-@runtime_checkable
-class EngineLike(Protocol):
-    """What a golden check needs of an engine (``pytest_trt.engine.Engine`` fits)."""
-
-    @property
-    def config(self) -> Any: ...  # BuildConfig: .name, .config_hash, .onnx_sha256, .profiles
-
-    @property
-    def result(self) -> Any: ...  # BuildResult: .backend, .backend_version, .device, .config_hash, .onnx_sha256
-
-    @property
-    def record(self) -> Any: ...  # BuildRecord
-
-    @property
-    def label(self) -> str: ...
-
-    @property
-    def backend_name(self) -> str: ...
-
-    def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]: ...
-
-
-class GoldenStructureWarning(UserWarning):
-    """The engine's structure changed and the test asked for ``structure="warn"``."""
-
-
-@dataclass(frozen=True)
-class GoldenSettings:
-    """Session-wide settings, from the command line and ini."""
-
-    golden_dir: Path
-    update: bool = False
-    approve: str | None = None
-    thresholds: ThresholdSet = field(default_factory=ThresholdSet)
-    rootdir: Path | None = None  # where git is asked for the commit and the approver
-    command_args: tuple[str, ...] = ()  # session options the update command must repeat (--trt-backend ...)
-    provenance: ProvenancePolicy = field(default_factory=ProvenancePolicy)
-    approve_report: dict[str, Any] | None = None  # {"path", "sha256"} of the upgrade report (--trt-approve-report)
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """A passing check (a failing one raises)."""
-
-    config: str
-    path: Path
-    generation: int
-    metrics: Mapping[str, OutputMetrics]
-    structure: str | None  # rendered diff when it changed and the test allowed it
-    verdict: Verdict = field(default_factory=Verdict)
-    note: str | None = None  # provenance differences within thresholds, for the terminal summary
-    outputs_summary: dict[str, Any] | None = None  # per-output figures for the bundle (pytest_trt.upgrade.outputs)
-
-
-@dataclass(frozen=True)
-class UpdateResult:
-    """An approved refresh; ``deltas`` compare the new outputs with the previous generation."""
-
-    config: str
-    path: Path
-    generation: int
-    deltas: Mapping[str, OutputMetrics]
-    structure: str | None
-    approval: Approval
-    dataset_changed: bool = False  # the refresh replaced the golden dataset: earlier outputs ran other inputs
-
-    def summary_lines(self) -> list[str]:
-        """Terminal-summary lines: what the refresh changed, per output."""
-        label = f"{self.path.name} [{self.config}] generation {self.generation}"
-        lines = render_deltas(label, self.deltas, previous=self.generation - 1, dataset_changed=self.dataset_changed)
-        if self.structure:
-            lines += [f"{label}: structure: {s}" for s in self.structure.splitlines()]
-        return lines
-
+__all__ = ["CheckResult", "Classifier", "EngineLike", "GoldenCheck", "GoldenRegression", "GoldenSettings",
+           "GoldenStructureWarning", "UpdateResult"]
 
 _VERDICTS = {"GoldenMissing": "missing", "GoldenTainted": "tainted", "GoldenCorrupt": "corrupt"}
 
@@ -172,10 +97,11 @@ class GoldenCheck:
         golden remembers the decision.
         """
         __tracebackhide__ = True
-        if structure not in structure_modes():
-            raise GoldenError(f"structure={structure!r}; choose one of {', '.join(structure_modes())}")
+        # imported on use: they load h5py, which creating the fixture must not
         from pytest_trt.golden import timing, updating, verifying
 
+        if structure not in structure_modes():
+            raise GoldenError(f"structure={structure!r}; choose one of {', '.join(structure_modes())}")
         timing_opts = timing.split_options(thresholds)  # latency_drift=, throughput_drift=
         limits = self.settings.thresholds.with_overrides(thresholds, per_output)
         declared = declared_classifiers(classifier)
@@ -295,44 +221,3 @@ def not_runnable_skip(exc: EngineNotRunnable, backend: str) -> str:
     from pytest_trt.skipping import not_runnable_message
 
     return not_runnable_message(exc.message, backend)
-
-
-def judge(
-    metrics: Mapping[str, OutputMetrics],
-    limits: ThresholdSet,
-    *,
-    problems: Iterable[str] = (),
-    provenance: Iterable[Any] = (),
-    structure_text: str | None = None,
-) -> Verdict:
-    """Every metric against its thresholds, plus refusals of thresholds nothing could evaluate."""
-    checks: tuple[MetricCheck, ...] = tuple(c for name, m in metrics.items()
-                                            for c in assess(m, limits.for_output(name)))
-    refused = refusals(checks, limits.given, limits.given_per_output)
-
-    def shown(c: MetricCheck) -> bool:
-        # a built-in default that does not apply to an output (drift of class indices, top-1 of
-        # an embedding) is noise; one the user set, or an accuracy check lacking labels, is news
-        return (c.status != NOT_EVALUATED or c.metric in limits.given
-                or c.metric in limits.given_per_output.get(c.output, ()) or c.reason == NO_LABELS)
-
-    return Verdict(tuple(c for c in checks if shown(c)), refused, tuple(problems), tuple(provenance), structure_text)
-
-
-def raise_failure(check: GoldenCheck, *, golden: str, verdict: Verdict, metrics: Mapping[str, OutputMetrics],
-                  provenance_lines: list[str]) -> None:
-    """Raise GoldenTainted (a fatal provenance difference) or GoldenRegression with the one rendered message."""
-    __tracebackhide__ = True
-    message = render_regression(golden=golden, breaches=verdict.breaches, metrics=list(metrics.values()),
-                                structure=verdict.structure, problems=[*provenance_lines, *verdict.problems],
-                                nodeid=check.command_nodeid, command_args=check.settings.command_args,
-                                checks=verdict.checks, refused=verdict.refused)
-    fatal = tuple(p.field for p in verdict.provenance if p.fatal)
-    if fatal:
-        raise GoldenTainted(message, fields=fatal, verdict=verdict.to_dict())
-    raise GoldenRegression(message, breaches=[b.line() for b in verdict.breaches], verdict=verdict.to_dict())
-
-
-def warn_structure(text: str, golden: str) -> None:
-    warnings.warn(GoldenStructureWarning(f"{golden}: the engine's structure differs from the golden's:\n{text}"),
-                  stacklevel=3)

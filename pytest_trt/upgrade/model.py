@@ -8,6 +8,7 @@ from typing import Any
 
 from pytest_trt.audit.bundle_diff import changes
 from pytest_trt.buildlog.record_diff import RecordDiff, diff_records
+from pytest_trt.compare.rules import report_bounds
 from pytest_trt.upgrade.pairing import Pairing, Side
 
 UNCHANGED = "unchanged"
@@ -19,14 +20,7 @@ NOT_COMPARED = "could not compare"
 SEVERITY = {REGRESSION: 0, NOT_COMPARED: 1, CHANGED_UNCHECKED: 2, WITHIN: 3, UNCHANGED: 4}
 
 #: metric name in OutputMetrics.to_dict -> (threshold name, "max" or "min")
-_ELEMENT_METRICS = {
-    "l2_delta": ("l2_delta", "max"),
-    "max_abs": ("max_abs", "max"),
-    "max_rel": ("max_rel", "max"),
-    "cosine": ("cosine", "min"),
-    "top1_agreement": ("top1_agreement", "min"),
-    "accuracy": (None, None),
-}
+_ELEMENT_METRICS: dict[str, tuple[str | None, str | None]] = {**report_bounds(), "accuracy": (None, None)}
 #: environment keys that are noise for a reviewer (they differ between any two runs)
 _NOISE_ENV = ("hostname", "timestamp", "git", "cwd", "rootdir", "pid", "user")
 

@@ -70,7 +70,8 @@ def test_legacy_golden_refreshes_with_todays_filters(legacy: Path) -> None:
     assert updated.deltas["logits"].elements.l2_delta == 0.0
     with store.GoldenFile(legacy / "legacy.h5") as g:
         ds = g["legacy"].outputs["logits"]
-        assert ds.compression is None  # today's filter (none), next to the legacy history
+        assert ds.compression is None and ds.chunks is None  # today's layout (unfiltered, contiguous) ...
+        assert g.history("legacy")[-1].outputs["logits"].compression == "lzf"  # ... next to the legacy history
         np.testing.assert_array_equal(ds[()], outputs["logits"])
         assert [h.generation for h in g.history("legacy")] == [1, 2]
     assert isinstance(_check(legacy).check(outputs), CheckResult)

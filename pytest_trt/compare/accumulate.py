@@ -1,14 +1,16 @@
-"""Run the golden dataset through an engine in batches and compare as the batches come.
+"""Streaming accumulation of one output against its golden, batch by batch.
 
-Neither the obtained nor the golden outputs are ever held whole: each batch is
-compared with the matching golden rows (read from disk) and, in update mode,
-written to the new snapshot.  Only per-sample classifier figures (a few
-numbers per sample) are kept until the end.
+Neither the obtained nor the golden outputs are ever held whole: each batch
+updates the elementwise sums (:class:`~pytest_trt.compare.metrics.ElementAccumulator`)
+and, for class scores, the per-sample classifier figures (a few numbers per
+sample), which are all that is kept until the end.  Where the batches come
+from (an engine, given arrays, an HDF5 file) is the golden workflow's business
+(:mod:`pytest_trt.golden.running`); this module only compares.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -16,9 +18,8 @@ import numpy as np
 
 from pytest_trt.compare import distribution, metrics
 from pytest_trt.compare.verdict import OutputMetrics
-from pytest_trt.errors import EngineNotRunnable, GoldenError
-
-DEFAULT_BATCH = 64
+from pytest_trt.compare.workspace import Workspace, read_rows
+from pytest_trt.errors import GoldenError
 
 
 class ArrayLike(Protocol):
@@ -33,19 +34,8 @@ class ArrayLike(Protocol):
     def __getitem__(self, key: Any) -> Any: ...
 
 
-Run = Callable[[dict[str, np.ndarray]], Mapping[str, np.ndarray]]
-
-
-def iter_batches(
-    inputs: Mapping[str, ArrayLike], samples: int, batch: int
-) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
-    """``(start, feeds)`` for consecutive batches of at most ``batch`` samples."""
-    for start in range(0, samples, batch):
-        yield start, {name: np.asarray(arr[start : start + batch]) for name, arr in inputs.items()}
-
-
 @dataclass
-class OutputStream:
+class OutputAccumulator:
     """Accumulates one output: elementwise stats vs golden, per-sample classifier figures."""
 
     name: str
@@ -61,22 +51,16 @@ class OutputStream:
     _o_top1: list[np.ndarray] = field(default_factory=list)
     _g_top1: list[np.ndarray] = field(default_factory=list)
     _stats: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    _work: Workspace = field(default_factory=Workspace)
 
     def update(self, start: int, obtained: np.ndarray) -> None:
+        """Add the batch of samples ``start ..`` (its golden rows are read from :attr:`golden`)."""
         if self.dtype is None:
-            self.sample_shape, self.dtype = tuple(obtained.shape[1:]), obtained.dtype
-            self.classifier = self._decide(obtained)
-            if self.golden is not None and tuple(self.golden.shape[1:]) != self.sample_shape and not self.strict:
-                self.golden = None
-            if self.golden is not None and tuple(self.golden.shape[1:]) != self.sample_shape:
-                raise GoldenError(
-                    f"output {self.name!r}: the engine gives samples of shape {self.sample_shape}, "
-                    f"the golden holds {tuple(self.golden.shape[1:])}", output=self.name,
-                )
+            self._first(obtained)
         if self.classifier and np.issubdtype(obtained.dtype, np.floating):
             if self.logits is None:
                 self.logits = not distribution.looks_like_probabilities(obtained)
-            stats, top = distribution.per_sample_top1(obtained, logits=self.logits)
+            stats, top = distribution.per_sample_top1(obtained, logits=self.logits, work=self._work)
             for k, v in stats.items():
                 self._stats.setdefault(k, []).append(v)
             self._o_top1.append(top)
@@ -84,10 +68,22 @@ class OutputStream:
             self._o_top1.append(metrics.top1(obtained))
         if self.golden is None:
             return
-        gold = np.asarray(self.golden[start : start + obtained.shape[0]])
+        gold = read_rows(self.golden, start, obtained.shape[0], self._work, "golden")
         self.elements.update(obtained, gold)
         if self.classifier:
             self._g_top1.append(metrics.top1(gold))
+
+    def _first(self, obtained: np.ndarray) -> None:
+        self.sample_shape, self.dtype = tuple(obtained.shape[1:]), obtained.dtype
+        self.classifier = self._decide(obtained)
+        if self.golden is not None and tuple(self.golden.shape[1:]) != self.sample_shape:
+            if not self.strict:
+                self.golden = None
+                return
+            raise GoldenError(
+                f"output {self.name!r}: the engine gives samples of shape {self.sample_shape}, "
+                f"the golden holds {tuple(self.golden.shape[1:])}", output=self.name,
+            )
 
     def _decide(self, first: np.ndarray) -> bool:
         if self.declared is None:
@@ -101,6 +97,7 @@ class OutputStream:
         return self.declared
 
     def per_sample_stats(self) -> dict[str, np.ndarray]:
+        """Each classifier statistic (:data:`~pytest_trt.compare.distribution.STATS`) per sample so far."""
         return {k: np.concatenate(v) for k, v in self._stats.items()}
 
     def obtained_top1(self) -> np.ndarray | None:
@@ -142,62 +139,21 @@ class OutputStream:
         return out
 
 
-def check_output_names(obtained: Sequence[str], golden: Sequence[str], label: str) -> None:
-    missing, extra = sorted(set(golden) - set(obtained)), sorted(set(obtained) - set(golden))
-    if missing or extra:
-        parts = []
-        if missing:
-            parts.append(f"missing output(s) {', '.join(map(repr, missing))} that the golden holds")
-        if extra:
-            parts.append(f"new output(s) {', '.join(map(repr, extra))} that the golden lacks")
-        raise GoldenError(
-            f"{label}: {'; '.join(parts)}. The engine gives {sorted(obtained)}, the golden holds {sorted(golden)}; "
-            "if the model's outputs changed on purpose, refresh the golden with approval", outputs=sorted(obtained),
-        )
+def baseline_of(baselines: Any, output: str) -> distribution.DistributionBaseline | None:
+    """The distribution baseline a golden recorded for ``output`` (``baselines`` as stored), if any."""
+    d = baselines.get(output, {}).get("distribution")
+    return distribution.DistributionBaseline.from_dict(d) if d else None
 
 
-def run_dataset(
-    run: Run,
-    inputs: Mapping[str, ArrayLike],
-    samples: int,
-    batch: int,
-    streams: dict[str, OutputStream],
-    *,
-    golden_outputs: Mapping[str, ArrayLike] | None,
-    label: str,
-    sink: Callable[[int, Mapping[str, np.ndarray]], None] | None = None,
-    new_stream: Callable[[str, ArrayLike | None], OutputStream] = OutputStream,
-) -> dict[str, OutputStream]:
-    """Feed every batch to ``run``; update ``streams`` (made by ``new_stream`` per new output) and ``sink``."""
-    for start, feeds in iter_batches(inputs, samples, batch):
-        try:
-            outputs = run(feeds)
-        except EngineNotRunnable:  # not a failure of these samples: the check skips
-            raise
-        except Exception as exc:  # the backend's own error, with the sample range that caused it
-            raise GoldenError(
-                f"{label}: running golden samples {start}..{start + len(next(iter(feeds.values()))) - 1} failed: "
-                f"{type(exc).__name__}: {exc}", start=start,
-            ) from exc
-        if start == 0 and golden_outputs is not None:
-            check_output_names(list(outputs), list(golden_outputs), label)
-        size = next(iter(feeds.values())).shape[0]
-        for name, value in outputs.items():
-            arr = np.asarray(value)
-            if arr.ndim == 0 or arr.shape[0] != size:
-                raise GoldenError(f"{label}: output {name!r} has shape {arr.shape} for a batch of {size}; "
-                                  "golden outputs need the batch on axis 0", output=name)
-            if name not in streams:
-                gold = None if golden_outputs is None else golden_outputs.get(name)
-                streams[name] = new_stream(name, gold)
-            try:
-                streams[name].update(start, arr)
-            except GoldenError as exc:  # name the golden file, not only the output
-                raise GoldenError(f"{label}: {exc.message}", **exc.context) from None
-        if sink is not None:
-            try:
-                sink(start, outputs)
-            except GoldenError as exc:
-                raise GoldenError(f"{label}: {exc.message}", **exc.context) from None
-    return streams
-
+def accumulator_for(name: str, golden: ArrayLike | None, baselines: Any, declared: bool | None,
+                    max_label: int | None, *, strict: bool) -> OutputAccumulator:
+    """An accumulator whose classifier decision is: ``declared``, else the golden's recorded one, else detected."""
+    base = baseline_of(baselines, name)
+    recorded = baselines.get(name, {})
+    decision = declared
+    if decision is None and "classifier" in recorded:
+        decision = bool(recorded["classifier"])
+    elif decision is None and base is not None:  # goldens written before the decision was recorded
+        decision = True
+    return OutputAccumulator(name, golden, logits=None if base is None else base.logits, strict=strict,
+                             declared=decision, max_label=max_label)
