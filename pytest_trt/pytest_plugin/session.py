@@ -1,0 +1,296 @@
+"""TrtSession: the one pytest-trt object of a pytest run, registered as a plugin in ``pytest_configure``.
+
+It owns the engine provider (made on first use: a run without trt tests never
+builds it), the golden settings, the bundle recorder, the device pinning and
+the archive request; every test's :class:`~pytest_trt.pytest_plugin.record.ItemRecord`;
+the one xdist channel and the one terminal summary.  Its hook methods only
+route: decisions live in the modules of this package and the domain packages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_trt import options as opt
+from pytest_trt.errors import TrtError
+from pytest_trt.pytest_plugin.archive import ArchiveRequest
+from pytest_trt.pytest_plugin.audit import AuditOptions
+from pytest_trt.pytest_plugin.channel import WorkerOutput
+from pytest_trt.pytest_plugin.devices import Pinning, pin_at_configure
+from pytest_trt.pytest_plugin.golden import GoldenState
+from pytest_trt.pytest_plugin.record import existing_record, record_of
+
+if TYPE_CHECKING:
+    from pytest_trt.audit.recorder import BundleRecorder, EngineAudit
+    from pytest_trt.catalog.session import ArchiveOutcome
+    from pytest_trt.config import BuildConfig
+    from pytest_trt.engine import Engine
+    from pytest_trt.golden.workflow import GoldenCheck
+    from pytest_trt.session import EngineProvider
+
+#: the plugin name TrtSession registers under
+PLUGIN_NAME = "trt-session"
+SESSION = pytest.StashKey["TrtSession"]()
+
+
+def session_of(config: pytest.Config) -> TrtSession:
+    """The run's TrtSession (registered by ``pytest_trt.plugin`` in ``pytest_configure``)."""
+    return config.stash[SESSION]
+
+
+class TrtSession:
+    """pytest-trt's state and hooks for one pytest process."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        """Read every option (usage errors now, before any test) and pin the GPU of an xdist worker."""
+        self.config = config
+        self.pinning: Pinning | None = pin_at_configure(config)  # first: before anything can initialise CUDA
+        self.options = opt.Options.from_pytest(config)
+        if self.options.rebuild and not self.options.engine_build:
+            raise pytest.UsageError(f"{opt.REBUILD} rebuilds engines and so needs {opt.ENGINE_BUILD} too")
+        self.golden = GoldenState.from_config(config)
+        self.audit = AuditOptions.from_config(config)
+        self.archive = ArchiveRequest.from_config(config)
+        self.workers = WorkerOutput()  # what xdist workers sent (controller only)
+        self.archived: ArchiveOutcome | None = None
+        self._provider: EngineProvider | None = None
+        self._recorder: BundleRecorder | None = None
+        self._is_worker = hasattr(config, "workerinput")
+
+    @classmethod
+    def register(cls, config: pytest.Config) -> TrtSession:
+        session = config.stash[SESSION] = cls(config)
+        config.pluginmanager.register(session, PLUGIN_NAME)
+        if session.audit.pins is not None and not session._is_worker:  # the controller checks for all workers
+            session._check_pins(session.audit.pins)
+        return session
+
+    # -- what the session owns, made on first use ---------------------------------------------
+    @property
+    def provider(self) -> EngineProvider:
+        """The engine provider (backend choice, cache), made on first use by a trt test, fixture or header."""
+        if self._provider is None:
+            self._provider = self._make_provider()
+        return self._provider
+
+    @property
+    def recorder(self) -> BundleRecorder:
+        """The bundle recorder, made on first use (captures the environment once)."""
+        if self._recorder is None:
+            name = self.provider.backend_name
+            self._recorder = self.audit.recorder(None if name == "none" else name)
+        return self._recorder
+
+    def _make_provider(self) -> EngineProvider:
+        from pytest_trt.backends.base import choose_backend
+        from pytest_trt.session import EngineProvider
+
+        try:
+            backend, why = choose_backend(self.options.backend)
+        except TrtError as exc:
+            backend, why = "none", exc.message
+        return EngineProvider(backend, why=why, cache_dir=self.options.cache_dir, build=self.options.engine_build,
+                              rebuild=self.options.rebuild, build_flag=opt.ENGINE_BUILD, on_progress=self._progress)
+
+    def _progress(self, text: str) -> None:
+        # looked up per message: the terminal reporter registers after configure; builds happen
+        # inside fixtures, where output is captured unless capture is suspended
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None or self.config.get_verbosity() < 0:
+            return
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+        if capture is None:
+            reporter.write_line(f"pytest-trt: {text}")
+            return
+        with capture.global_and_fixture_disabled():
+            reporter.write_line(f"pytest-trt: {text}")
+
+    def _check_pins(self, pins: Any) -> None:
+        from pytest_trt.pytest_plugin.audit import pins_problem
+
+        problem = pins_problem(pins, self.recorder.environment)
+        if problem is None:
+            return
+        text, fatal = problem
+        if fatal:
+            raise pytest.UsageError(text)
+        self.config.issue_config_time_warning(pytest.PytestWarning(text), stacklevel=2)
+
+    # -- what the fixtures ask -----------------------------------------------------------------
+    def engine(self, request: pytest.FixtureRequest, config: BuildConfig) -> Engine:
+        """The engine of ``config`` for a test: skip when not built, fail with the message on user errors."""
+        from pytest_trt.session import EngineNotBuilt
+
+        provider = self.provider
+        if provider.backend_name == "none":
+            pytest.skip(provider.why)
+        record = record_of(request.node)
+        try:
+            engine = provider.get(config)
+        except EngineNotBuilt as exc:
+            skip: str | None = exc.message
+            failure: str | None = None
+        except TrtError as exc:
+            skip, failure = None, str(exc)
+            record.build_failure = exc  # a "could not build" note for the upgrade report
+        else:
+            skip = failure = None
+        # outside the except blocks, so the report shows the message, not a chained traceback
+        if skip is not None:
+            pytest.skip(skip)
+        if failure is not None:
+            pytest.fail(failure, pytrace=False)
+        record.use(engine)
+        return engine
+
+    def backend(self) -> Any:
+        """The session's backend object, or a skip saying why there is none."""
+        provider = self.provider
+        if provider.backend_name == "none":
+            pytest.skip(provider.why)
+        try:
+            return provider.backend
+        except TrtError as exc:
+            message = exc.message
+        pytest.skip(message)
+
+    def golden_check(self, request: pytest.FixtureRequest) -> GoldenCheck:
+        return self.golden.check(request, record_of(request.node))
+
+    def device(self) -> str | None:
+        return self.pinning.pinned if self.pinning else None
+
+    # -- hooks ---------------------------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_make_collect_report(self, collector: pytest.Collector) -> pytest.CollectReport | None:
+        if not isinstance(collector, pytest.Module):
+            return None
+        from pytest_trt.collect_errors import make_collect_report
+
+        return make_collect_report(collector)
+
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        from pytest_trt.pytest_plugin.devices import header, pinning
+        from pytest_trt.report import header_lines
+
+        if self.pinning is None:  # not pinned: nothing is pinned by this call either (no index, nothing given)
+            self.pinning = pinning("", None)
+        return header_lines(self.provider) + header(config, self.pinning)
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        marked = [(item, mark) for item in items for mark in item.iter_markers(opt.MARKER)]
+        if not marked:  # a run without trt tests loads none of pytest-trt's modules
+            return
+        from pytest_trt.config import BuildConfig
+
+        problems = [
+            f"{item.nodeid}: @pytest.mark.trt takes exactly one BuildConfig, got args={mark.args!r} "
+            f"kwargs={mark.kwargs!r}"
+            for item, mark in marked
+            if len(mark.args) != 1 or mark.kwargs or not isinstance(mark.args[0], BuildConfig)
+        ]
+        if problems:
+            raise pytest.UsageError("invalid trt markers:\n  " + "\n  ".join(problems))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
+        from pytest_trt.current import begin_test, end_test
+        from pytest_trt.errors import EngineNotRunnable
+
+        token = begin_test(record_of(item).engines)
+        try:
+            return (yield)
+        except EngineNotRunnable as exc:
+            # The engine was built but this machine cannot execute it (no GPU, unsupported
+            # compute capability): the test cannot run here, which is a skip, not a failure.
+            # Nothing substitutes another backend's outputs.
+            skip, failure = exc.message, None
+        except TrtError as exc:
+            # A user-fixable problem (missing golden, bad inputs, ...): its message says what
+            # to do; the plugin's internal frames would only hide it.
+            skip, failure = None, str(exc)
+        finally:
+            end_test(token)
+        if failure is not None:
+            pytest.fail(failure, pytrace=False)
+        from pytest_trt.skipping import not_runnable_message
+
+        pytest.skip(not_runnable_message(skip or "engine not runnable here", ""))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+        # Audit before the report is made, so its user_properties (junit XML, carried by
+        # pytest-xdist) and sections include the bundle; at "call", or at "teardown" when
+        # the call phase never ran.
+        record = existing_record(item)
+        if record is None:  # the test used no engine: nothing to do (the common per-test path)
+            return (yield)
+        audits: list[EngineAudit] = []
+        if call.when in ("call", "teardown") and not record.audited:
+            record.audited = True
+            if record.engines:
+                from pytest_trt.pytest_plugin.audit import audit_item
+
+                audits = audit_item(self.recorder, item, record, call.when)
+        if record.build_failure is not None and call.when == "setup":
+            from pytest_trt.pytest_plugin.audit import note_build_failure
+
+            note_build_failure(self.recorder, item, record.build_failure)
+        report = yield
+        if audits:
+            from pytest_trt.pytest_plugin.audit import html_extras
+
+            html_extras(self.config, report, audits)
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.user_properties:
+            self.golden.collect(report)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        provider = self._provider  # never made here: a run without trt tests has none
+        if provider is not None:
+            provider.flush()  # every cache entry of the session on disk before pytest exits
+            if provider.engines:
+                for engine in provider.engines:  # engines no test listed (session fixtures, trt_build in conftest)
+                    self.recorder.audit(engine, [])
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:  # pytest-xdist worker: one document to the controller
+            self.own_output().send(workeroutput)
+        elif self.archive is not None:
+            self._archive()
+
+    def own_output(self) -> WorkerOutput:
+        """What this process made: engine rows, cache write errors, bundles, bundle failures."""
+        out = WorkerOutput()
+        if self._provider is not None:
+            from pytest_trt.report import summary_rows
+
+            out.engines = summary_rows(self._provider)
+            out.cache_errors = list(self._provider.write_errors)
+        if self._recorder is not None:
+            from pytest_trt.audit.recorder import summary_rows as bundle_rows
+
+            out.bundles = bundle_rows(self._recorder)
+            out.bundle_failures = list(self._recorder.failures)
+        return out
+
+    def _archive(self) -> None:
+        assert self.archive is not None
+        from pathlib import Path
+
+        paths = [Path(row["path"]) for row in self.own_output().bundles + self.workers.bundles]
+        if paths:
+            self.archived = self.archive.run(paths, self.audit.bundle_dir)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        self.workers.merge(WorkerOutput.received(getattr(node, "workeroutput", {})))
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        from pytest_trt.pytest_plugin.summary import write_summary
+
+        write_summary(terminalreporter, self)
