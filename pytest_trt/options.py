@@ -71,18 +71,19 @@ class Option:
         return self.flag or f"ini {self.ini}"
 
     def arg(self, value: object = None, *, placeholder: bool = False) -> str:
-        """The option as typed in a printed command: ``--trt-backend=onnxruntime``, ``--trt-engine-build``.
+        """The option as typed in a printed command: ``--trt-backend onnxruntime``, ``--trt-golden-dir=g``.
 
-        Values take the ``=`` form: in ``--opt VALUE`` pytest counts an existing VALUE
-        when it chooses the rootdir (pytest_trt.invocation).  ``placeholder``: a
-        word the user replaces, shown as ``--trt-approve "REASON"``.
+        Paths take the ``=`` form: in ``--opt VALUE`` pytest counts an existing VALUE
+        when it chooses the rootdir (pytest_trt.invocation); other values follow a
+        space.  ``placeholder``: a word the user replaces, shown as ``--trt-approve "REASON"``.
         """
         assert self.flag is not None, f"ini {self.ini} has no command-line form"
         if self.kind == "bool":
             return self.flag
         if placeholder:
             return f'{self.flag} "{value}"'
-        return f"{self.flag}={shlex.quote(str(value))}"
+        sep = "=" if self.kind == "path" else " "
+        return f"{self.flag}{sep}{shlex.quote(str(value))}"
 
 
 def _opt(flag: str | None, ini: str | None, kind: Kind, default: Any, help: str, **kw: Any) -> Option:  # noqa: A002

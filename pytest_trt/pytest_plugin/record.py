@@ -34,6 +34,8 @@ class GoldenVerdict:
     detail: Mapping[str, Any] | None = None
     outputs: Mapping[str, Any] | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: the mapping as reported, written to golden.json unchanged (same keys, same bytes as before)
+    data: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> GoldenVerdict:
@@ -50,10 +52,13 @@ class GoldenVerdict:
             detail=known.get("detail"),
             outputs=known.get("outputs"),
             extra={k: v for k, v in data.items() if k not in _FIELDS},
+            data=dict(data),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON-able mapping of the bundle's golden.json (keys absent when unset, as written before)."""
+        """The JSON-able mapping of the bundle's golden.json (as reported, when made by :meth:`from_mapping`)."""
+        if self.data:
+            return dict(self.data)
         out: dict[str, Any] = {"config_hash": self.config_hash, "verdict": self.verdict, "message": self.message,
                                "test": self.test}
         for key in ("golden", "generation", "detail", "outputs"):

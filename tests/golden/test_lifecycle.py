@@ -22,7 +22,7 @@ if importlib.util.find_spec("pytest_trt.backends.onnxruntime") is None:  # pragm
 pytest.importorskip("onnxruntime")
 
 HERE = Path(__file__).resolve().parent
-RUN = ("--trt-backend, "onnxruntime", ENGINE_BUILD_OPTION)
+RUN = ("--trt-backend", "onnxruntime", ENGINE_BUILD_OPTION)
 
 TEST = f"""
 import os, sys
