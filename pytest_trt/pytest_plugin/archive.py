@@ -42,10 +42,10 @@ class ArchiveRequest:
                                     "pip install 'pytest-trt[mlflow]'")
         return cls(str(uri) if uri else None, register) if on else None
 
-    def run(self, paths: Sequence[Path], bundle_dir: Path) -> ArchiveOutcome:
+    def run(self, paths: Sequence[Path], bundle_dir: Path, invocation_dir: Path) -> ArchiveOutcome:
         from pytest_trt.catalog import DEFAULT_DB_NAME
         from pytest_trt.catalog.session import ArchiveSettings, archive_bundles
 
         settings = ArchiveSettings(db=Path(bundle_dir) / DEFAULT_DB_NAME, mlflow_uri=self.mlflow_uri,
-                                   register=self.register)
+                                   register=self.register, invocation_dir=invocation_dir)
         return archive_bundles(paths, settings)

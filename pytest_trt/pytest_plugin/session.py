@@ -284,7 +284,7 @@ class TrtSession:
 
         paths = [Path(row["path"]) for row in self.own_output().bundles + self.workers.bundles]
         if paths:
-            self.archived = self.archive.run(paths, self.audit.bundle_dir)
+            self.archived = self.archive.run(paths, self.audit.bundle_dir, self.config.invocation_params.dir)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
