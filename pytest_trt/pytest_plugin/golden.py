@@ -40,12 +40,18 @@ class GoldenState:
     defaults: dict[str, Any]
     rootdir: Path
     given: frozenset[str]  # thresholds the ini sets (to values other than the built-in)
-    policy: ProvenancePolicy
+    policy_args: tuple[str, tuple[str, ...]]  # (mode, fields that fail anyway), checked at configure
     command_args: tuple[str, ...] = ()
     approve_report: dict[str, Any] | None = None
     refreshed: list[tuple[str, str]] = field(default_factory=list)
     notes: list[tuple[str, str]] = field(default_factory=list)
     _settings: GoldenSettings | None = None
+
+    @property
+    def policy(self) -> ProvenancePolicy:
+        from pytest_trt.golden.provenance import ProvenancePolicy
+
+        return ProvenancePolicy(*self.policy_args)
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> GoldenState:
@@ -71,7 +77,7 @@ class GoldenState:
                           if v is not None and v != getattr(builtin, n) and n != "allow_nonfinite")
         golden_dir = opt.path(config, opt.GOLDEN_DIR_OPT)
         assert golden_dir is not None  # it has a default
-        return cls(golden_dir, update, approve, defaults, config.rootpath, given, _policy(config),
+        return cls(golden_dir, update, approve, defaults, config.rootpath, given, _policy_args(config),
                    command_args=opt.repeated_args(config), approve_report=_approve_report(config, approve))
 
     def settings(self) -> GoldenSettings:
@@ -121,6 +127,10 @@ class GoldenState:
             elif key == opt.NOTE_PROPERTY:
                 self.notes.append((report.nodeid, str(text)))
 
+    @property
+    def has_summary(self) -> bool:
+        return self.update or bool(self.notes)
+
     def summary(self) -> list[tuple[str, list[str]]]:
         """(section title, lines) for the terminal summary."""
         if self.update:
@@ -139,13 +149,16 @@ class GoldenState:
         return [("trt golden provenance", lines)]
 
 
-def _policy(config: pytest.Config) -> ProvenancePolicy:
-    from pytest_trt.golden.provenance import ProvenancePolicy
-
+def _policy_args(config: pytest.Config) -> tuple[str, tuple[str, ...]]:
     mode = str(opt.value(config, opt.PROVENANCE_OPT)).strip() or opt.PROVENANCE_OPT.default
     fail_on = tuple(str(f) for f in opt.value(config, opt.PROVENANCE_FAIL_ON_OPT))
+    if mode == opt.PROVENANCE_OPT.default and not fail_on:
+        return mode, fail_on  # the default policy: nothing to check, no import (start-up cost)
+    from pytest_trt.golden.provenance import ProvenancePolicy
+
     try:
-        return ProvenancePolicy(mode, fail_on)
+        ProvenancePolicy(mode, fail_on)
+        return mode, fail_on
     except ValueError as exc:
         raise pytest.UsageError(f"{exc} (ini {opt.INI_PROVENANCE} / {opt.INI_PROVENANCE_FAIL_ON}, "
                                 f"option {opt.PROVENANCE})") from None

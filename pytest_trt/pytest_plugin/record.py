@@ -1,12 +1,13 @@
-"""What one test did with pytest-trt: engines used, golden verdicts, the build failure (item.stash)."""
+"""What one test did with pytest-trt: engines used, golden verdicts, the build failure.
+
+Kept in ``item.stash`` by :meth:`pytest_trt.pytest_plugin.session.TrtSession.record`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-
-import pytest
 
 if TYPE_CHECKING:
     from pytest_trt.engine import Engine
@@ -102,19 +103,3 @@ class ItemRecord:
 
     def verdicts_of(self, engine: Engine) -> list[GoldenVerdict]:
         return [v for v in self.golden if v.config_hash == engine.result.config_hash]
-
-
-RECORD = pytest.StashKey[ItemRecord]()
-
-
-def record_of(item: pytest.Item) -> ItemRecord:
-    """The test's record, made on first use."""
-    record = item.stash.get(RECORD, None)
-    if record is None:
-        record = item.stash[RECORD] = ItemRecord()
-    return record
-
-
-def existing_record(item: pytest.Item) -> ItemRecord | None:
-    """The test's record when a pytest-trt fixture or check made one (None: the test used no engine)."""
-    return item.stash.get(RECORD, None)

@@ -16,12 +16,7 @@ import pytest
 
 from pytest_trt import options as opt
 from pytest_trt.errors import TrtError
-from pytest_trt.pytest_plugin.archive import ArchiveRequest
-from pytest_trt.pytest_plugin.audit import AuditOptions
-from pytest_trt.pytest_plugin.channel import WorkerOutput
-from pytest_trt.pytest_plugin.devices import Pinning, pin_at_configure
 from pytest_trt.pytest_plugin.golden import GoldenState
-from pytest_trt.pytest_plugin.record import existing_record, record_of
 
 if TYPE_CHECKING:
     from pytest_trt.audit.recorder import BundleRecorder, EngineAudit
@@ -29,11 +24,18 @@ if TYPE_CHECKING:
     from pytest_trt.config import BuildConfig
     from pytest_trt.engine import Engine
     from pytest_trt.golden.workflow import GoldenCheck
+    from pytest_trt.pytest_plugin.archive import ArchiveRequest
+    from pytest_trt.pytest_plugin.audit import AuditOptions
+    from pytest_trt.pytest_plugin.channel import WorkerOutput
+    from pytest_trt.pytest_plugin.devices import Pinning
+    from pytest_trt.pytest_plugin.record import ItemRecord
     from pytest_trt.session import EngineProvider
 
 #: the plugin name TrtSession registers under
 PLUGIN_NAME = "trt-session"
 SESSION = pytest.StashKey["TrtSession"]()
+#: item.stash: the test's record, made when a fixture or check first needs it (absent: the test used no engine)
+RECORD = pytest.StashKey["ItemRecord"]()
 
 
 def session_of(config: pytest.Config) -> TrtSession:
@@ -42,31 +44,67 @@ def session_of(config: pytest.Config) -> TrtSession:
 
 
 class TrtSession:
-    """pytest-trt's state and hooks for one pytest process."""
+    """pytest-trt's state and hooks for one pytest process.
+
+    Every option is read and checked at construction (usage errors before any test);
+    what a run without trt tests does not need (the audit, archive, device and xdist
+    modules) is imported only when an option asks for it or on first use: start-up cost.
+    """
 
     def __init__(self, config: pytest.Config) -> None:
-        """Read every option (usage errors now, before any test) and pin the GPU of an xdist worker."""
         self.config = config
-        self.pinning: Pinning | None = pin_at_configure(config)  # first: before anything can initialise CUDA
+        self._is_worker = hasattr(config, "workerinput")
+        self.pinning: Pinning | None = None
+        if self._is_worker or opt.value(config, opt.DEVICES_OPT):  # first: before anything can initialise CUDA
+            from pytest_trt.pytest_plugin.devices import pin_at_configure
+
+            self.pinning = pin_at_configure(config)
         self.options = opt.Options.from_pytest(config)
         if self.options.rebuild and not self.options.engine_build:
             raise pytest.UsageError(f"{opt.REBUILD} rebuilds engines and so needs {opt.ENGINE_BUILD} too")
         self.golden = GoldenState.from_config(config)
-        self.audit = AuditOptions.from_config(config)
-        self.archive = ArchiveRequest.from_config(config)
-        self.workers = WorkerOutput()  # what xdist workers sent (controller only)
+        self._audit: AuditOptions | None = None
+        if any(opt.value(config, o) for o in (opt.SIGN_KEY_OPT, opt.PINS_OPT)):
+            self._audit = self._audit_options()  # an unreadable key or pins file is a usage error now
+        self.archive: ArchiveRequest | None = None
+        if any(opt.value(config, o) for o in (opt.CATALOG_OPT, opt.MLFLOW_URI_OPT, opt.MLFLOW_REGISTER_OPT)):
+            from pytest_trt.pytest_plugin.archive import ArchiveRequest
+
+            self.archive = ArchiveRequest.from_config(config)
+        self.workers: list[WorkerOutput] = []  # what xdist workers sent (controller only)
         self.archived: ArchiveOutcome | None = None
         self._provider: EngineProvider | None = None
         self._recorder: BundleRecorder | None = None
-        self._is_worker = hasattr(config, "workerinput")
 
     @classmethod
     def register(cls, config: pytest.Config) -> TrtSession:
         session = config.stash[SESSION] = cls(config)
         config.pluginmanager.register(session, PLUGIN_NAME)
-        if session.audit.pins is not None and not session._is_worker:  # the controller checks for all workers
-            session._check_pins(session.audit.pins)
+        pins = session._audit.pins if session._audit is not None else None
+        if pins is not None and not session._is_worker:  # the controller checks for all workers
+            session._check_pins(pins)
         return session
+
+    @property
+    def audit(self) -> AuditOptions:
+        """The audit options (bundle folder, signing key, pins, ini switches), read on first use."""
+        if self._audit is None:
+            self._audit = self._audit_options()
+        return self._audit
+
+    def _audit_options(self) -> AuditOptions:
+        from pytest_trt.pytest_plugin.audit import AuditOptions
+
+        return AuditOptions.from_config(self.config)
+
+    def record(self, item: pytest.Item) -> ItemRecord:
+        """The test's record, made on first use."""
+        record = item.stash.get(RECORD, None)
+        if record is None:
+            from pytest_trt.pytest_plugin.record import ItemRecord
+
+            record = item.stash[RECORD] = ItemRecord()
+        return record
 
     # -- what the session owns, made on first use ---------------------------------------------
     @property
@@ -127,7 +165,7 @@ class TrtSession:
         provider = self.provider
         if provider.backend_name == "none":
             pytest.skip(provider.why)
-        record = record_of(request.node)
+        record = self.record(request.node)
         try:
             engine = provider.get(config)
         except EngineNotBuilt as exc:
@@ -158,7 +196,7 @@ class TrtSession:
         pytest.skip(message)
 
     def golden_check(self, request: pytest.FixtureRequest) -> GoldenCheck:
-        return self.golden.check(request, record_of(request.node))
+        return self.golden.check(request, self.record(request.node))
 
     def device(self) -> str | None:
         return self.pinning.pinned if self.pinning else None
@@ -200,7 +238,10 @@ class TrtSession:
         from pytest_trt.current import begin_test, end_test
         from pytest_trt.errors import EngineNotRunnable
 
-        token = begin_test(record_of(item).engines)
+        record = item.stash.get(RECORD, None)
+        if record is None and any(name.startswith("trt_") for name in getattr(item, "fixturenames", ())):
+            record = self.record(item)  # trt_build may add engines during the call: the list must be the record's
+        token = begin_test(record.engines if record is not None else [])
         try:
             return (yield)
         except EngineNotRunnable as exc:
@@ -225,7 +266,7 @@ class TrtSession:
         # Audit before the report is made, so its user_properties (junit XML, carried by
         # pytest-xdist) and sections include the bundle; at "call", or at "teardown" when
         # the call phase never ran.
-        record = existing_record(item)
+        record = item.stash.get(RECORD, None)
         if record is None:  # the test used no engine: nothing to do (the common per-test path)
             return (yield)
         audits: list[EngineAudit] = []
@@ -265,6 +306,8 @@ class TrtSession:
 
     def own_output(self) -> WorkerOutput:
         """What this process made: engine rows, cache write errors, bundles, bundle failures."""
+        from pytest_trt.pytest_plugin.channel import WorkerOutput
+
         out = WorkerOutput()
         if self._provider is not None:
             from pytest_trt.report import summary_rows
@@ -282,15 +325,20 @@ class TrtSession:
         assert self.archive is not None
         from pathlib import Path
 
-        paths = [Path(row["path"]) for row in self.own_output().bundles + self.workers.bundles]
+        rows = self.own_output().bundles + [row for w in self.workers for row in w.bundles]
+        paths = [Path(row["path"]) for row in rows]
         if paths:
             self.archived = self.archive.run(paths, self.audit.bundle_dir, self.config.invocation_params.dir)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        self.workers.merge(WorkerOutput.received(getattr(node, "workeroutput", {})))
+        from pytest_trt.pytest_plugin.channel import WorkerOutput
+
+        self.workers.append(WorkerOutput.received(getattr(node, "workeroutput", {})))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not (self._provider or self._recorder or self.workers or self.archived or self.golden.has_summary):
+            return  # nothing to say (a run without trt tests): import nothing
         from pytest_trt.pytest_plugin.summary import write_summary
 
         write_summary(terminalreporter, self)

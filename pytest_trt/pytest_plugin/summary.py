@@ -15,7 +15,8 @@ def write_summary(terminalreporter: Any, session: TrtSession) -> None:
     """Write every pytest-trt section this process (and, on the xdist controller, its workers) has."""
     write = terminalreporter.write_line
     own = session.own_output()
-    own.merge(session.workers)
+    for worker in session.workers:
+        own.merge(worker)
     if own.engines:
         from pytest_trt.report import engine_table
 

@@ -17,14 +17,14 @@ from tests.conftest import RTX_MM, RTX_VERSION, needs_rtx
 SUITE = """
 import pytest
 from pytest_trt import BuildConfig, Profile
-from pytest_trt.pytest_plugin.record import record_of
+from pytest_trt.pytest_plugin.session import session_of
 
 CFG = BuildConfig(name="cbr", version="1.0", onnx={onnx!r},
                   profiles=[Profile(input=((1, 3, 16, 16), (2, 3, 16, 16), (4, 3, 16, 16)))])
 
 @pytest.mark.trt(CFG)
 def test_golden(trt_engine, request):
-    record_of(request.node).add_verdict(
+    session_of(request.config).record(request.node).add_verdict(
         {{"config_hash": trt_engine.result.config_hash, "verdict": "pass", "l2_delta": 0.0}})
 
 @pytest.mark.trt(CFG)
