@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from pytest_trt.config import BuildConfig
     from pytest_trt.engine import Engine
     from pytest_trt.golden.workflow import GoldenCheck
+    from pytest_trt.pytest_plugin.session import TrtSession
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -50,7 +51,7 @@ def _warn_if_rootdir_moved(config: pytest.Config) -> None:
         config.issue_config_time_warning(pytest.PytestConfigWarning(rootdir_warning(pairs, config.rootpath)), 2)
 
 
-def _session(config: pytest.Config) -> Any:
+def _session(config: pytest.Config) -> TrtSession:
     from pytest_trt.pytest_plugin.session import session_of
 
     return session_of(config)
@@ -72,8 +73,7 @@ def trt_build(request: pytest.FixtureRequest) -> Callable[[BuildConfig], Engine]
     def build(config: BuildConfig) -> Engine:
         if not isinstance(config, BuildConfig):
             raise TypeError(f"trt_build takes a BuildConfig, got {type(config).__name__}")
-        engine: Engine = session.engine(request, config)
-        return engine
+        return session.engine(request, config)
 
     return build
 
@@ -86,8 +86,7 @@ def trt_engine(request: pytest.FixtureRequest) -> Engine:
         pytest.fail(
             f"{request.node.nodeid}: trt_engine needs @pytest.mark.trt(BuildConfig(...)) on the test", pytrace=False
         )
-    engine: Engine = _session(request.config).engine(request, mark.args[0])
-    return engine
+    return _session(request.config).engine(request, mark.args[0])
 
 
 @pytest.fixture
@@ -104,12 +103,10 @@ def trt_reference(trt_engine: Engine) -> Any:
 @pytest.fixture
 def trt_golden(request: pytest.FixtureRequest) -> GoldenCheck:
     """Golden snapshot check of the test's engine: ``trt_golden.check(trt_engine, l2_delta=0.05)``."""
-    check: GoldenCheck = _session(request.config).golden_check(request)
-    return check
+    return _session(request.config).golden_check(request)
 
 
 @pytest.fixture(scope="session")
 def trt_device(pytestconfig: pytest.Config) -> str | None:
     """The GPU this process is pinned to (its id before pinning), or None when not pinned."""
-    device: str | None = _session(pytestconfig).device()
-    return device
+    return _session(pytestconfig).device()
