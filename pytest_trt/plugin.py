@@ -24,9 +24,12 @@ if TYPE_CHECKING:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     opt.add_to_pytest(parser)
-    from pytest_trt.pytest_plugin.golden import add_threshold_inis
+    from pytest_trt.compare.thresholds import Thresholds, threshold_names
 
-    add_threshold_inis(parser)
+    defaults = Thresholds()  # the golden threshold family: trt_golden_<field> of Thresholds
+    for name in threshold_names():
+        parser.addini(f"{opt.THRESHOLD_INI_PREFIX}{name}", type="string", default=str(getattr(defaults, name)),
+                      help=f"default golden threshold {name} ('none' switches it off).")
 
 
 @pytest.hookimpl(tryfirst=True)  # first: an xdist worker is pinned to its GPU before anything loads CUDA

@@ -22,14 +22,6 @@ if TYPE_CHECKING:
     from pytest_trt.pytest_plugin.record import ItemRecord
 
 
-def add_threshold_inis(parser: pytest.Parser) -> None:
-    """``trt_golden_<threshold>`` ini keys, one per field of :class:`~pytest_trt.compare.thresholds.Thresholds`."""
-    defaults = Thresholds()
-    for name in threshold_names():
-        parser.addini(f"{opt.THRESHOLD_INI_PREFIX}{name}", type="string", default=str(getattr(defaults, name)),
-                      help=f"default golden threshold {name} ('none' switches it off).")
-
-
 @dataclass
 class GoldenState:
     """The session's golden settings (from the command line and ini) and what its checks reported."""

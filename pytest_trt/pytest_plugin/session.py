@@ -16,7 +16,6 @@ import pytest
 
 from pytest_trt import options as opt
 from pytest_trt.errors import TrtError
-from pytest_trt.pytest_plugin.golden import GoldenState
 
 if TYPE_CHECKING:
     from pytest_trt.audit.recorder import BundleRecorder, EngineAudit
@@ -28,6 +27,7 @@ if TYPE_CHECKING:
     from pytest_trt.pytest_plugin.audit import AuditOptions
     from pytest_trt.pytest_plugin.channel import WorkerOutput
     from pytest_trt.pytest_plugin.devices import Pinning
+    from pytest_trt.pytest_plugin.golden import GoldenState
     from pytest_trt.pytest_plugin.record import ItemRecord
     from pytest_trt.session import EngineProvider
 
@@ -62,7 +62,9 @@ class TrtSession:
         self.options = opt.Options.from_pytest(config)
         if self.options.rebuild and not self.options.engine_build:
             raise pytest.UsageError(f"{opt.REBUILD} rebuilds engines and so needs {opt.ENGINE_BUILD} too")
-        self.golden = GoldenState.from_config(config)
+        self._golden: GoldenState | None = None
+        if _golden_options_set(config):
+            self._golden = self._golden_state()  # bad golden options are usage errors now
         self._audit: AuditOptions | None = None
         if any(opt.value(config, o) for o in (opt.SIGN_KEY_OPT, opt.PINS_OPT)):
             self._audit = self._audit_options()  # an unreadable key or pins file is a usage error now
@@ -84,6 +86,18 @@ class TrtSession:
         if pins is not None and not session._is_worker:  # the controller checks for all workers
             session._check_pins(pins)
         return session
+
+    @property
+    def golden(self) -> GoldenState:
+        """The golden settings and what the checks reported, read on first use when no golden option is set."""
+        if self._golden is None:
+            self._golden = self._golden_state()
+        return self._golden
+
+    def _golden_state(self) -> GoldenState:
+        from pytest_trt.pytest_plugin.golden import GoldenState
+
+        return GoldenState.from_config(self.config)
 
     @property
     def audit(self) -> AuditOptions:
@@ -288,7 +302,7 @@ class TrtSession:
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.user_properties:
+        if report.user_properties and report.when == "call":
             self.golden.collect(report)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -337,8 +351,23 @@ class TrtSession:
         self.workers.append(WorkerOutput.received(getattr(node, "workeroutput", {})))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not (self._provider or self._recorder or self.workers or self.archived or self.golden.has_summary):
+        if not (self._provider or self._recorder or self.workers or self.archived
+                or (self._golden is not None and self._golden.has_summary)):
             return  # nothing to say (a run without trt tests): import nothing
         from pytest_trt.pytest_plugin.summary import write_summary
 
         write_summary(terminalreporter, self)
+
+
+def _golden_options_set(config: pytest.Config) -> bool:
+    """Whether any golden option or threshold ini is set (then it is checked at configure, else on first use)."""
+    if any(opt.value(config, o) != o.default for o in (opt.UPDATE_GOLDEN_OPT, opt.APPROVE_OPT, opt.APPROVE_REPORT_OPT,
+                                                        opt.PROVENANCE_OPT)):
+        return True
+    if opt.value(config, opt.PROVENANCE_FAIL_ON_OPT):
+        return True
+    from pytest_trt.compare.thresholds import Thresholds, threshold_names
+
+    defaults = Thresholds()
+    return any(str(config.getini(f"{opt.THRESHOLD_INI_PREFIX}{n}")) != str(getattr(defaults, n))
+               for n in threshold_names())
