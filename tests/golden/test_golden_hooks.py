@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from pytest_trt.golden.store import GoldenFile
 from pytest_trt.options import APPROVE as APPROVE_OPTION
 from pytest_trt.options import GOLDEN_DIR as GOLDEN_DIR_OPTION
 from pytest_trt.options import INI_PROVENANCE_FAIL_ON as PROVENANCE_FAIL_ON_INI
 from pytest_trt.options import PROVENANCE as PROVENANCE_OPTION
 from pytest_trt.options import UPDATE_GOLDEN as UPDATE_OPTION
-from pytest_trt.golden.store import GoldenFile
 
 # the plugin with the conftest's trt_engine; hypothesis would only slow each run down
 HOOKS = ("-p", "no:hypothesispytest")

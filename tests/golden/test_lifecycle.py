@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_trt.golden.store import GoldenFile
 from pytest_trt.options import APPROVE as APPROVE_OPTION
 from pytest_trt.options import ENGINE_BUILD as ENGINE_BUILD_OPTION
 from pytest_trt.options import UPDATE_GOLDEN as UPDATE_OPTION
-from pytest_trt.golden.store import GoldenFile
 
 if importlib.util.find_spec("pytest_trt.backends.onnxruntime") is None:  # pragma: no cover
     pytest.skip("the ONNX Runtime backend (pytest_trt.backends.onnxruntime) is not there yet", allow_module_level=True)
