@@ -4,8 +4,9 @@
 
 Runs ``python -m pytest -q -p no:cacheprovider test_plain.py`` (one trivial
 test) in fresh subprocesses, alternating with and without the plugin
-(``-p no:trt``), and prints the medians and their difference.  Target: the
-plugin adds <= 20 ms.  Also lists the pytest_trt modules and heavy libraries a
+(``-p no:trt``), and prints the medians, their ratio and difference, and the
+fastest run of each side (the least disturbed on a shared, loaded machine).
+Target: the plugin adds <= 20 ms.  Also lists the pytest_trt modules and heavy libraries a
 plain run imports (from ``-X importtime``).  ``--bytecode`` says whether the
 subprocesses may use and write ``__pycache__`` (``on``, what most users have),
 must compile every module from source (``off``: no bytecode written, and an
