@@ -137,28 +137,9 @@ class TrtSession:
         return self._recorder
 
     def _make_provider(self) -> EngineProvider:
-        from pytest_trt.backends.base import choose_backend
-        from pytest_trt.session import EngineProvider
+        from pytest_trt.pytest_plugin.engines import make_provider
 
-        try:
-            backend, why = choose_backend(self.options.backend)
-        except TrtError as exc:
-            backend, why = "none", exc.message
-        return EngineProvider(backend, why=why, cache_dir=self.options.cache_dir, build=self.options.engine_build,
-                              rebuild=self.options.rebuild, build_flag=opt.ENGINE_BUILD, on_progress=self._progress)
-
-    def _progress(self, text: str) -> None:
-        # looked up per message: the terminal reporter registers after configure; builds happen
-        # inside fixtures, where output is captured unless capture is suspended
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is None or self.config.get_verbosity() < 0:
-            return
-        capture = self.config.pluginmanager.get_plugin("capturemanager")
-        if capture is None:
-            reporter.write_line(f"pytest-trt: {text}")
-            return
-        with capture.global_and_fixture_disabled():
-            reporter.write_line(f"pytest-trt: {text}")
+        return make_provider(self.config, self.options)
 
     def _check_pins(self, pins: Any) -> None:
         from pytest_trt.pytest_plugin.audit import pins_problem
@@ -174,40 +155,15 @@ class TrtSession:
     # -- what the fixtures ask -----------------------------------------------------------------
     def engine(self, request: pytest.FixtureRequest, config: BuildConfig) -> Engine:
         """The engine of ``config`` for a test: skip when not built, fail with the message on user errors."""
-        from pytest_trt.session import EngineNotBuilt
+        from pytest_trt.pytest_plugin.engines import engine_for
 
-        provider = self.provider
-        if provider.backend_name == "none":
-            pytest.skip(provider.why)
-        record = self.record(request.node)
-        try:
-            engine = provider.get(config)
-        except EngineNotBuilt as exc:
-            skip: str | None = exc.message
-            failure: str | None = None
-        except TrtError as exc:
-            skip, failure = None, str(exc)
-            record.build_failure = exc  # a "could not build" note for the upgrade report
-        else:
-            skip = failure = None
-        # outside the except blocks, so the report shows the message, not a chained traceback
-        if skip is not None:
-            pytest.skip(skip)
-        if failure is not None:
-            pytest.fail(failure, pytrace=False)
-        record.use(engine)
-        return engine
+        return engine_for(self.provider, self.record(request.node), config)
 
     def backend(self) -> Any:
         """The session's backend object, or a skip saying why there is none."""
-        provider = self.provider
-        if provider.backend_name == "none":
-            pytest.skip(provider.why)
-        try:
-            return provider.backend
-        except TrtError as exc:
-            message = exc.message
-        pytest.skip(message)
+        from pytest_trt.pytest_plugin.engines import backend_of
+
+        return backend_of(self.provider)
 
     def golden_check(self, request: pytest.FixtureRequest) -> GoldenCheck:
         return self.golden.check(request, self.record(request.node))
