@@ -3,9 +3,9 @@
 Read by the pytest plugin (``pytest_addoption``, :func:`value`, :func:`path`),
 by the ``pytest-trt`` commands that take the same settings (:func:`add_argument`),
 by the printed commands (:meth:`Option.arg`, :func:`repeated_args`), by help texts
-and tests.  Names stay constants (``GOLDEN_DIR.flag == "--trt-golden-dir"``).
+and tests.  Names stay constants (``GOLDEN_DIR == GOLDEN_DIR_OPT.flag == "--trt-golden-dir"``).
 
-Relative paths (:data:`PATH_RULE`): a path is relative to where it is written.
+Relative paths (the path rule): a path is relative to where it is written.
 On the command line that is the current directory, where pytest (or
 ``pytest-trt``) was run; in an ini file it is the rootdir (the folder of the
 ini file).  ``~`` is expanded.  Commands the plugin prints repeat a path as
@@ -25,11 +25,6 @@ from typing import Any, Literal
 
 #: what a value is: a switch (store_true), free text, a path, one of ``choices``, or a list of words (ini only)
 Kind = Literal["bool", "text", "path", "choice", "args"]
-
-PATH_RULE = (
-    "a relative path is relative to where it is written: on the command line, the current directory; "
-    "in the ini file, the rootdir"
-)
 
 # The backends a user may name.  Until engineer A's pytest_trt/backends/registry.py lands
 # (``registry.choices()``), the list is kept here; the lead wires the registry at merge.
@@ -212,20 +207,11 @@ MARKER_HELP = (
     "trt(config): the BuildConfig whose engine the test's trt_engine fixture provides; "
     "built with --trt-engine-build, else taken from the engine cache"
 )
-#: fixtures the golden workflow relies on
-GOLDEN_FIXTURE = "trt_golden"
+#: the fixture a golden check takes its engine from
 ENGINE_FIXTURE = "trt_engine"
 #: user_properties keys that travel with reports (also from xdist workers)
 REFRESHED_PROPERTY = "trt_golden_refreshed"
 NOTE_PROPERTY = "trt_golden_provenance_note"
-
-
-def by_flag(flag: str) -> Option:
-    """The option of ``flag`` (KeyError names the unknown flag)."""
-    for option in OPTIONS:
-        if option.flag == flag:
-            return option
-    raise KeyError(flag)
 
 
 # -- pytest --------------------------------------------------------------------------------------
@@ -280,13 +266,13 @@ def given_on_command_line(config: Any, option: Option) -> Any:
 
 
 def resolve(text: str | os.PathLike[str], base: Path) -> Path:
-    """:data:`PATH_RULE` for one value: ``~`` expanded, relative paths joined to ``base``, ``..`` folded."""
+    """The path rule for one value: ``~`` expanded, relative paths joined to ``base``, ``..`` folded."""
     p = Path(os.path.expanduser(os.fspath(text)))
     return p if p.is_absolute() else Path(os.path.normpath(Path(base) / p))
 
 
 def path(config: Any, option: Option) -> Path | None:
-    """A path option under :data:`PATH_RULE` (command line: the invocation folder; ini: the rootdir)."""
+    """A path option under the path rule (command line: the invocation folder; ini: the rootdir)."""
     assert option.kind == "path", option
     given = given_on_command_line(config, option)
     if given is not None:
