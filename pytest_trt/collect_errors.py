@@ -44,10 +44,8 @@ def module_error_message(path: Path, exc: TrtError) -> str:
     )
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_make_collect_report(collector: pytest.Collector) -> pytest.CollectReport | None:
-    if not isinstance(collector, pytest.Module):
-        return None
+def make_collect_report(collector: pytest.Module) -> pytest.CollectReport | None:
+    """The module's collect report when importing it raised a pytest-trt error; None lets pytest collect it."""
     try:
         collector.obj  # noqa: B018 - imports the module; pytest caches it for collection
     except TrtError as exc:

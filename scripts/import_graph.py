@@ -42,7 +42,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 7 reading many bundles: upgrade review, catalog
     ("upgrade", "catalog"),
     # 8 front ends: the pytest plugin and the command line
-    ("plugin", "pytest_plugin", "report", "cli", "invocation", "collect_errors", "testing", "devices_hooks"),
+    ("plugin", "pytest_plugin", "report", "cli", "invocation", "collect_errors", "testing"),
 )
 
 

@@ -5,7 +5,7 @@ versioned migrations), :mod:`.fields` (the catalog row of one verified
 bundle), :mod:`.store` (add, look up, supersede), :mod:`.query` (filters),
 :mod:`.render` (tables), :mod:`.prune` (retention that keeps referenced
 evidence), :mod:`.mlflow_push` (MLflow tracking and model registry),
-:mod:`.cli` (``pytest-trt catalog ...``) and :mod:`.pytest_hooks`.  Nothing
+:mod:`.cli` (``pytest-trt catalog ...``) and :mod:`.session` (what a pytest session archives).  Nothing
 heavy is imported here; mlflow only inside :mod:`.mlflow_push`'s functions.
 """
 

@@ -26,11 +26,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pytest_trt import options as opt
 from pytest_trt.catalog import DEFAULT_DB_NAME
 from pytest_trt.errors import CommandUsageError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_FILE = 0, 1, 2, 3
-DEFAULT_DB = Path("trt-bundles") / DEFAULT_DB_NAME
+#: the catalog a pytest run with the default bundle folder writes (``--trt-catalog``)
+DEFAULT_DB = Path(opt.DEFAULT_BUNDLE_DIR) / DEFAULT_DB_NAME
 
 
 def _print_json(doc: Any) -> None:
@@ -253,7 +255,7 @@ def add_catalog_commands(groups: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(func=cmd_add)
     p = sub.add_parser("query", parents=parents, help="bundles matching every filter given")
     p.add_argument("--config", help="config name (glob allowed)")
-    p.add_argument("--backend", help="tensorrt, tensorrt-rtx or onnxruntime")
+    p.add_argument("--backend", help=" or ".join(c for c in opt.BACKEND_CHOICES if c != "auto"))
     p.add_argument("--backend-version", metavar="VERSION", help="e.g. 8.6.* or 8.6 (that version and below it)")
     p.add_argument("--device", help="text in the device name, any case (A100, H200, cpu)")
     p.add_argument("--calibration", metavar="ALGORITHM", help="INT8 calibration algorithm (minmax, entropy2, ...)")
@@ -273,8 +275,9 @@ def add_catalog_commands(groups: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(func=cmd_history)
     p = sub.add_parser("push", parents=parents, help="log bundles to MLflow (default: those not pushed yet)")
     p.add_argument("sha", nargs="*", metavar="SHA", help="only these bundles (sha256 prefixes)")
-    p.add_argument("--uri", required=True, metavar="URI", help="MLflow tracking URI (http://host:5000)")
-    p.add_argument("--register", action="store_true", help="also register each engine as a model version")
+    # the settings of the plugin's --trt-mlflow-uri and --trt-mlflow-register, under the command's own names
+    opt.add_argument(p, opt.MLFLOW_URI_OPT, "--uri", required=True, help="MLflow tracking URI (http://host:5000)")
+    opt.add_argument(p, opt.MLFLOW_REGISTER_OPT, "--register", help="also register each engine as a model version")
     p.set_defaults(func=cmd_push)
     p = sub.add_parser("prune", parents=parents, help="delete old bundles nothing refers to")
     p.add_argument("--keep-last", type=int, metavar="N", help="always keep the N newest bundles of each config")

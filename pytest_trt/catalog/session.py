@@ -8,6 +8,8 @@ summary line, and the bundles stay on disk untouched.
 
 from __future__ import annotations
 
+import os
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +20,8 @@ class ArchiveSettings:
     db: Path
     mlflow_uri: str | None = None
     register: bool = False
+    #: where the user ran pytest: the printed retry command names the catalog relative to it
+    invocation_dir: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -27,8 +31,13 @@ class ArchiveOutcome:
 
 
 def retry_command(settings: ArchiveSettings) -> str:
+    """The command that pushes what this session could not, pasteable where pytest ran."""
+    db = str(settings.db)
+    if settings.invocation_dir is not None:
+        rel = os.path.relpath(settings.db, settings.invocation_dir)
+        db = rel if not rel.startswith("..") else db
     reg = " --register" if settings.register else ""
-    return f"pytest-trt catalog push --db {settings.db} --uri {settings.mlflow_uri}{reg}"
+    return f"pytest-trt catalog push --db {shlex.quote(db)} --uri {shlex.quote(str(settings.mlflow_uri))}{reg}"
 
 
 def archive_bundles(paths: Sequence[Path], settings: ArchiveSettings) -> ArchiveOutcome:

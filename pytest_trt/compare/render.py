@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from pytest_trt.compare.rules import RULES
 from pytest_trt.compare.verdict import FAIL, Breach, MetricCheck, OutputMetrics, num, pct
-from pytest_trt.golden.options import APPROVE_OPTION, ENGINE_BUILD_OPTION, UPDATE_OPTION
+from pytest_trt.options import APPROVE_OPT, ENGINE_BUILD_OPT, UPDATE_GOLDEN_OPT
 
 MAX_BREACH_LINES = 30
 MAX_TABLE_ROWS = 12
@@ -23,9 +23,9 @@ def update_command(nodeid: str | None = None, reason: str = "REASON", args: Sequ
     ``args`` are the session's options that choose the engine (``--trt-backend onnxruntime``):
     without them the command would refresh another backend's golden, or none.
     """
-    target = f"{nodeid} " if nodeid else ""
-    extra = "".join(f"{a} " for a in args)
-    return f'pytest {target}{extra}{ENGINE_BUILD_OPTION} {UPDATE_OPTION} {APPROVE_OPTION} "{reason}"'
+    words = ["pytest", *([nodeid] if nodeid else []), *args,
+             ENGINE_BUILD_OPT.arg(), UPDATE_GOLDEN_OPT.arg(), APPROVE_OPT.arg(reason, placeholder=True)]
+    return " ".join(words)
 
 
 def _cap(lines: Sequence[str], limit: int, what: str) -> list[str]:

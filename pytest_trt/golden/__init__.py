@@ -1,7 +1,7 @@
 """Golden snapshots: HDF5 store, check/update workflow, approvals and history.
 
 Submodules are imported on use; importing this package imports nothing heavy
-(the pytest hook module, ``golden.pytest_hooks``, must load without h5py).
+(the pytest layer, ``pytest_trt.pytest_plugin.golden``, must load without h5py).
 
 Layout: ``workflow`` (``GoldenCheck.check``: check or approved update) runs ``verifying``
 (check mode) or ``updating`` (update mode) and ``timing``; all three share ``running`` (the

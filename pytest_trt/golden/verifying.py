@@ -18,9 +18,11 @@ from pytest_trt.compare.verdict import ProvenanceChange
 from pytest_trt.errors import GoldenError, GoldenMissing
 from pytest_trt.golden import provenance, running, structure
 from pytest_trt.golden.dataset import GoldenDataset
-from pytest_trt.golden.options import PROVENANCE_FAIL_ON_INI, PROVENANCE_INI, PROVENANCE_OPTION
 from pytest_trt.golden.results import CheckResult, raise_failure, warn_structure
 from pytest_trt.golden.store import GoldenFile, guard
+from pytest_trt.options import INI_PROVENANCE as PROVENANCE_INI
+from pytest_trt.options import INI_PROVENANCE_FAIL_ON as PROVENANCE_FAIL_ON_INI
+from pytest_trt.options import PROVENANCE as PROVENANCE_OPTION
 
 if TYPE_CHECKING:
     from pytest_trt.golden.workflow import GoldenCheck

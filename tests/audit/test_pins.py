@@ -71,7 +71,7 @@ def test_mismatch_fails_the_session_before_any_test(pytester):
     marker = pytester.path / "ran.txt"
     pytester.makepyfile(test_x=SUITE.format(marker=str(marker)))
     pytester.path.joinpath("pins.toml").write_text('backend_version = "1.6.*"\ncuda_version = "12.*"\ndevice = "NVIDIA H200"\n')
-    result = pytester.runpytest_subprocess("-p", "pytest_trt.audit.pytest_hooks", "--trt-backend", "tensorrt-rtx",
+    result = pytester.runpytest_subprocess("--trt-backend", "tensorrt-rtx",
                                            "--trt-pins", "pins.toml", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([
@@ -90,7 +90,7 @@ def test_warn_policy_warns_and_runs(pytester):
     pytester.makepyfile(test_x=SUITE.format(marker=str(marker)))
     pytester.makeini("[pytest]\ntrt_pins = pins.toml\n")
     pytester.path.joinpath("pins.toml").write_text('policy = "warn"\nbackend_version = "1.6.*"\n')
-    result = pytester.runpytest_subprocess("-p", "pytest_trt.audit.pytest_hooks", "--trt-backend", "tensorrt-rtx",
+    result = pytester.runpytest_subprocess("--trt-backend", "tensorrt-rtx",
                                            "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(["*environment does not match the version pins*", f"*backend_version: found {RTX_VERSION}*"])

@@ -10,20 +10,21 @@ from pathlib import Path
 
 import pytest
 
-from pytest_trt.audit.pytest_hooks import BUNDLE_DIR, PROPERTIES, SECTION, SIGN_KEY
+from pytest_trt.options import BUNDLE_DIR, SIGN_KEY
+from pytest_trt.pytest_plugin.audit import PROPERTIES, SECTION
 from tests.conftest import RTX_MM, RTX_VERSION, needs_rtx
 
 SUITE = """
 import pytest
 from pytest_trt import BuildConfig, Profile
-from pytest_trt.keys import GOLDEN_VERDICTS
+from pytest_trt.pytest_plugin.session import session_of
 
 CFG = BuildConfig(name="cbr", version="1.0", onnx={onnx!r},
                   profiles=[Profile(input=((1, 3, 16, 16), (2, 3, 16, 16), (4, 3, 16, 16)))])
 
 @pytest.mark.trt(CFG)
 def test_golden(trt_engine, request):
-    request.node.stash.setdefault(GOLDEN_VERDICTS, []).append(
+    session_of(request.config).record(request.node).add_verdict(
         {{"config_hash": trt_engine.result.config_hash, "verdict": "pass", "l2_delta": 0.0}})
 
 @pytest.mark.trt(CFG)
@@ -33,8 +34,7 @@ def test_plain(trt_engine):
 def test_without_engine():
     pass
 """
-# the lead lists the hooks module in pytest_trt.plugin; naming it again is harmless
-HOOKS = ("-p", "pytest_trt.audit.pytest_hooks", "-p", "no:cacheprovider", "--trt-engine-build",
+HOOKS = ("-p", "no:cacheprovider", "--trt-engine-build",
          "--trt-backend", "tensorrt-rtx")
 
 
@@ -106,7 +106,7 @@ def test_signed_bundles_and_engine_left_out(suite, keypair):
 
 def test_bad_sign_key_is_a_usage_error(pytester):
     pytester.makepyfile(test_x="def test_x(): pass\n")
-    result = pytester.runpytest_subprocess("-p", "pytest_trt.audit.pytest_hooks", SIGN_KEY, "missing.pem")
+    result = pytester.runpytest_subprocess(SIGN_KEY, "missing.pem")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: {SIGN_KEY}: cannot read signing key *missing.pem*"])
 
@@ -122,7 +122,7 @@ def test_html_report_links_the_bundle(suite):
 
 
 def test_hooks_module_imports_nothing_heavy():
-    code = ("import sys, pytest_trt.audit.pytest_hooks, pytest_trt.cli; "
+    code = ("import sys, pytest_trt.plugin, pytest_trt.pytest_plugin.session, pytest_trt.cli; "
             "print(sorted({'tensorrt', 'tensorrt_rtx', 'onnxruntime', 'h5py', 'cryptography'} & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

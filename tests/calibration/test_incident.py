@@ -15,8 +15,10 @@ import numpy  # noqa: F401
 import onnx  # noqa: F401
 import pytest
 
-from pytest_trt.audit.pytest_hooks import BUNDLE_DIR
-from pytest_trt.golden.options import APPROVE_OPTION, ENGINE_BUILD_OPTION, UPDATE_OPTION
+from pytest_trt.options import APPROVE as APPROVE_OPTION
+from pytest_trt.options import BUNDLE_DIR
+from pytest_trt.options import ENGINE_BUILD as ENGINE_BUILD_OPTION
+from pytest_trt.options import UPDATE_GOLDEN as UPDATE_OPTION
 from tests.conftest import needs_ort
 
 pytestmark = needs_ort

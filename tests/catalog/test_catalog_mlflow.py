@@ -150,10 +150,11 @@ def test_server_down_is_reported_and_catalog_push_recovers(pytester, models, mlf
         f"catalog {db}: 1 bundle(s) added, 0 already indexed",
         f"mlflow {down}: 0 bundle(s) pushed",
         f"WARNING mlflow push failed for 1 bundle(s) (cbr_down-v1.0-ort*.tar.gz: *); the bundles are kept on disk "
-        f"and in the catalog; retry with: pytest-trt catalog push --db {db} --uri {down} --register",
+        f"and in the catalog; retry with: pytest-trt catalog push --db trt-bundles/catalog.sqlite --uri {down} --register",
     ])
     [bundle] = (pytester.path / "trt-bundles").glob("*.tar.gz")
-    assert main(["catalog", "push", "--db", str(db), "--uri", mlflow_server, "--register"]) == 0
+    # the printed --db is relative to where pytest ran (pytester's folder, this process's current directory)
+    assert main(["catalog", "push", "--db", "trt-bundles/catalog.sqlite", "--uri", mlflow_server, "--register"]) == 0
     client = _client(mlflow_server)
     sha = hashlib.sha256(bundle.read_bytes()).hexdigest()
     [mv] = client.search_model_versions("name='cbr_down'")

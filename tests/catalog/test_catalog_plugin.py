@@ -64,7 +64,7 @@ def test_loading_the_plugin_and_cli_imports_neither_mlflow_nor_sqlite():
     import subprocess
     import sys
 
-    code = ("import sys, pytest_trt.plugin, pytest_trt.catalog.pytest_hooks, pytest_trt.cli; "
+    code = ("import sys, pytest_trt.plugin, pytest_trt.pytest_plugin.session, pytest_trt.cli; "
             "pytest_trt.cli.build_parser(); "
             "print(sorted(m for m in ('mlflow', 'sqlite3', 'hypothesis', 'tensorrt_rtx', 'onnxruntime') "
             "if m in sys.modules))")

@@ -18,14 +18,16 @@ NOT_LOADED = ("pytest_trt.buildlog", "pytest_trt.config", "pytest_trt.engine", "
               "pytest_trt.backends.base", "pytest_trt.backends.request", "pytest_trt.backends.tensorrt",
               "pytest_trt.backends.onnxruntime",
               "pytest_trt.audit.recorder", "pytest_trt.catalog.session", "pytest_trt.devices",
-              "pytest_trt.invocation", "pytest_trt.report", "pytest_trt.calibration", "pytest_trt.golden.workflow")
+              "pytest_trt.invocation", "pytest_trt.report", "pytest_trt.calibration", "pytest_trt.golden.workflow",
+              # what only an option, an engine or pytest-xdist asks for
+              "pytest_trt.pytest_plugin.audit", "pytest_trt.pytest_plugin.archive", "pytest_trt.pytest_plugin.devices",
+              "pytest_trt.pytest_plugin.channel", "pytest_trt.pytest_plugin.summary", "pytest_trt.golden.provenance",
+              "pytest_trt.pytest_plugin.golden", "pytest_trt.pytest_plugin.record", "pytest_trt.pytest_plugin.engines")
 #: everything a plain ``pytest -q`` run may load of pytest-trt: the hook modules and what their options need
-ALLOWED = {"pytest_trt", "pytest_trt.errors", "pytest_trt.options", "pytest_trt.backends",
-           "pytest_trt.backends.registry", "pytest_trt.keys", "pytest_trt.plugin",
-           "pytest_trt.golden", "pytest_trt.golden.options", "pytest_trt.golden.provenance",
-           "pytest_trt.golden.pytest_hooks", "pytest_trt.compare", "pytest_trt.compare.thresholds",
-           "pytest_trt.audit", "pytest_trt.audit.pytest_hooks", "pytest_trt.collect_errors",
-           "pytest_trt.devices_hooks", "pytest_trt.catalog", "pytest_trt.catalog.pytest_hooks", "pytest_trt.current"}
+ALLOWED = {"pytest_trt", "pytest_trt.errors", "pytest_trt.options", "pytest_trt.plugin", "pytest_trt.pytest_plugin",
+           "pytest_trt.backends", "pytest_trt.backends.registry",
+           "pytest_trt.pytest_plugin.session",
+           "pytest_trt.compare", "pytest_trt.compare.thresholds", "pytest_trt.collect_errors", "pytest_trt.current"}
 
 
 def test_plain_run_loads_no_heavy_module(pytester: pytest.Pytester) -> None:

@@ -12,17 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from pytest_trt.golden.options import (
-    APPROVE_OPTION,
-    GOLDEN_DIR_OPTION,
-    PROVENANCE_FAIL_ON_INI,
-    PROVENANCE_OPTION,
-    UPDATE_OPTION,
-)
 from pytest_trt.golden.store import GoldenFile
+from pytest_trt.options import APPROVE as APPROVE_OPTION
+from pytest_trt.options import GOLDEN_DIR as GOLDEN_DIR_OPTION
+from pytest_trt.options import INI_PROVENANCE_FAIL_ON as PROVENANCE_FAIL_ON_INI
+from pytest_trt.options import PROVENANCE as PROVENANCE_OPTION
+from pytest_trt.options import UPDATE_GOLDEN as UPDATE_OPTION
 
-# the golden hooks alone: the main plugin (entry point "trt") and hypothesis only slow each run down
-HOOKS = ("-p", "pytest_trt.golden.pytest_hooks", "-p", "no:trt", "-p", "no:hypothesispytest")
+# the plugin with the conftest's trt_engine; hypothesis would only slow each run down
+HOOKS = ("-p", "no:hypothesispytest")
 HERE = Path(__file__).resolve().parent
 
 CONFTEST = f"""
@@ -149,7 +147,7 @@ def test_xdist_updates_and_checks(project: pytest.Pytester) -> None:
 
 
 def test_loading_the_hook_module_does_not_import_h5py() -> None:
-    code = "import sys, pytest_trt.golden.pytest_hooks; print('h5py' in sys.modules)"
+    code = "import sys, pytest_trt.plugin, pytest_trt.pytest_plugin.session; print('h5py' in sys.modules)"
     env = {**__import__("os").environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == "False"

@@ -12,16 +12,17 @@ from pathlib import Path
 
 import pytest
 
-from pytest_trt.golden.options import APPROVE_OPTION, ENGINE_BUILD_OPTION, UPDATE_OPTION
 from pytest_trt.golden.store import GoldenFile
+from pytest_trt.options import APPROVE as APPROVE_OPTION
+from pytest_trt.options import ENGINE_BUILD as ENGINE_BUILD_OPTION
+from pytest_trt.options import UPDATE_GOLDEN as UPDATE_OPTION
 
 if importlib.util.find_spec("pytest_trt.backends.onnxruntime") is None:  # pragma: no cover
     pytest.skip("the ONNX Runtime backend (pytest_trt.backends.onnxruntime) is not there yet", allow_module_level=True)
 pytest.importorskip("onnxruntime")
 
 HERE = Path(__file__).resolve().parent
-# -p is a no-op once pytest_trt.plugin registers the hook module (HOOK_MODULES)
-RUN = ("-p", "pytest_trt.golden.pytest_hooks", "--trt-backend", "onnxruntime", ENGINE_BUILD_OPTION)
+RUN = ("--trt-backend", "onnxruntime", ENGINE_BUILD_OPTION)
 
 TEST = f"""
 import os, sys

@@ -22,7 +22,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from pytest_trt.golden.options import PROVENANCE_OPTION
+from pytest_trt.options import PROVENANCE as PROVENANCE_OPTION
 
 pytest.importorskip("onnxruntime")
 

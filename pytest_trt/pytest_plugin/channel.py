@@ -1,0 +1,31 @@
+"""What a pytest-xdist worker sends its controller at the end: one JSON-able document under one key."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+#: the one ``workeroutput`` key of pytest-trt
+KEY = "pytest_trt"
+
+
+@dataclass
+class WorkerOutput:
+    """Engine table rows, cache write errors, bundles written and bundle failures of one process."""
+
+    engines: list[dict[str, Any]] = field(default_factory=list)
+    cache_errors: list[str] = field(default_factory=list)
+    bundles: list[dict[str, Any]] = field(default_factory=list)
+    bundle_failures: list[str] = field(default_factory=list)
+
+    def send(self, workeroutput: dict[str, Any]) -> None:
+        workeroutput[KEY] = asdict(self)
+
+    @classmethod
+    def received(cls, workeroutput: dict[str, Any]) -> WorkerOutput:
+        doc = workeroutput.get(KEY) or {}
+        return cls(**{k: list(doc.get(k, [])) for k in cls.__dataclass_fields__})
+
+    def merge(self, other: WorkerOutput) -> None:
+        for name in self.__dataclass_fields__:
+            getattr(self, name).extend(getattr(other, name))

@@ -1,0 +1,180 @@
+"""The golden workflow's pytest side: settings from the option table, the ``trt_golden`` check, summaries.
+
+Decisions live in :mod:`pytest_trt.golden.workflow`, imported only when a test
+asks for ``trt_golden``, so loading the plugin never imports h5py or numpy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_trt import options as opt
+from pytest_trt.compare.thresholds import Thresholds, parse_ini_value, threshold_names
+from pytest_trt.errors import GoldenError
+
+if TYPE_CHECKING:
+    from pytest_trt.golden.provenance import ProvenancePolicy
+    from pytest_trt.golden.workflow import GoldenCheck, GoldenSettings
+    from pytest_trt.pytest_plugin.record import ItemRecord
+
+
+@dataclass
+class GoldenState:
+    """The session's golden settings (from the command line and ini) and what its checks reported."""
+
+    golden_dir: Path
+    update: bool
+    approve: str | None
+    defaults: dict[str, Any]
+    rootdir: Path
+    given: frozenset[str]  # thresholds the ini sets (to values other than the built-in)
+    policy_args: tuple[str, tuple[str, ...]]  # (mode, fields that fail anyway), checked at configure
+    command_args: tuple[str, ...] = ()
+    approve_report: dict[str, Any] | None = None
+    refreshed: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[tuple[str, str]] = field(default_factory=list)
+    _settings: GoldenSettings | None = None
+
+    @property
+    def policy(self) -> ProvenancePolicy:
+        from pytest_trt.golden.provenance import ProvenancePolicy
+
+        return ProvenancePolicy(*self.policy_args)
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> GoldenState:
+        """Read and check the golden options; a bad combination is a :class:`pytest.UsageError`."""
+        update = bool(opt.value(config, opt.UPDATE_GOLDEN_OPT))
+        approve = opt.value(config, opt.APPROVE_OPT)
+        if update and not (approve and str(approve).strip()):
+            raise pytest.UsageError(
+                f"{opt.UPDATE_GOLDEN} writes approved goldens only: add {opt.APPROVE} \"REASON\" "
+                f"(e.g. {opt.APPROVE} \"TRT 10.13 upgrade, CR-1234\")"
+            )
+        if approve and not update:
+            raise pytest.UsageError(
+                f"{opt.APPROVE} is used only with {opt.UPDATE_GOLDEN}; add it, or drop {opt.APPROVE}")
+        defaults: dict[str, Any] = {}
+        builtin = Thresholds()
+        for name in threshold_names():
+            try:
+                defaults[name] = parse_ini_value(name, str(config.getini(f"{opt.THRESHOLD_INI_PREFIX}{name}")))
+            except GoldenError as exc:
+                raise pytest.UsageError(exc.message) from None
+        given = frozenset(n for n, v in defaults.items()
+                          if v is not None and v != getattr(builtin, n) and n != "allow_nonfinite")
+        golden_dir = opt.path(config, opt.GOLDEN_DIR_OPT)
+        assert golden_dir is not None  # it has a default
+        return cls(golden_dir, update, approve, defaults, config.rootpath, given, _policy_args(config),
+                   command_args=opt.repeated_args(config), approve_report=_approve_report(config, approve))
+
+    def settings(self) -> GoldenSettings:
+        """The workflow's settings, made on first use (imports the workflow's light half)."""
+        if self._settings is None:
+            from pytest_trt.compare.thresholds import ThresholdSet
+            from pytest_trt.golden.workflow import GoldenSettings
+
+            self._settings = GoldenSettings(
+                golden_dir=self.golden_dir, update=self.update, approve=self.approve,
+                thresholds=ThresholdSet(Thresholds(**self.defaults), given=self.given), rootdir=self.rootdir,
+                command_args=self.command_args, provenance=self.policy, approve_report=self.approve_report,
+            )
+        return self._settings
+
+    def check(self, request: pytest.FixtureRequest, record: ItemRecord) -> GoldenCheck:
+        """The ``trt_golden`` object of one test: its verdicts go to ``record``, its notes to the report."""
+        from pytest_trt.golden.workflow import GoldenCheck
+        from pytest_trt.invocation import pasteable_nodeid
+
+        node = request.node
+
+        def on_update(result: Any) -> None:
+            # user_properties travel from xdist workers to the controller with the report
+            node.user_properties.append((opt.REFRESHED_PROPERTY, "\n".join(result.summary_lines())))
+
+        return GoldenCheck(
+            self.settings(),
+            engine_provider=lambda: request.getfixturevalue(opt.ENGINE_FIXTURE),
+            config_provider=lambda: marker_config(request),
+            nodeid=node.nodeid,
+            command_nodeid=pasteable_nodeid(
+                node.nodeid, rootpath=request.config.rootpath, invocation_dir=request.config.invocation_params.dir
+            ),
+            on_update=on_update,
+            on_verdict=record.add_verdict,
+            on_note=lambda note: node.user_properties.append((opt.NOTE_PROPERTY, note)),
+        )
+
+    def collect(self, report: pytest.TestReport) -> None:
+        """Refreshed-golden lines and provenance notes of a report (also an xdist worker's)."""
+        if report.when != "call":
+            return
+        for key, text in report.user_properties:
+            if key == opt.REFRESHED_PROPERTY:
+                self.refreshed.append((report.nodeid, str(text)))
+            elif key == opt.NOTE_PROPERTY:
+                self.notes.append((report.nodeid, str(text)))
+
+    @property
+    def has_summary(self) -> bool:
+        return self.update or bool(self.notes)
+
+    def summary(self) -> list[tuple[str, list[str]]]:
+        """(section title, lines) for the terminal summary."""
+        if self.update:
+            if not self.refreshed:
+                return [("trt goldens refreshed", [f"no golden was refreshed (approval: {self.approve!r})"])]
+            lines = [f"approval: {self.approve!r}; what each refresh changed (new vs previous generation):"]
+            for nodeid, text in self.refreshed:
+                lines += [nodeid, *(f"  {line}" for line in text.splitlines())]
+            lines.append(f"approvals recorded in {self.golden_dir / 'APPROVALS.jsonl'}")
+            return [("trt goldens refreshed", lines)]
+        if not self.notes:
+            return []
+        lines = []
+        for nodeid, text in self.notes:
+            lines += [nodeid, *(f"  {line}" for line in text.splitlines())]
+        return [("trt golden provenance", lines)]
+
+
+def _policy_args(config: pytest.Config) -> tuple[str, tuple[str, ...]]:
+    mode = str(opt.value(config, opt.PROVENANCE_OPT)).strip() or opt.PROVENANCE_OPT.default
+    fail_on = tuple(str(f) for f in opt.value(config, opt.PROVENANCE_FAIL_ON_OPT))
+    if mode == opt.PROVENANCE_OPT.default and not fail_on:
+        return mode, fail_on  # the default policy: nothing to check, no import (start-up cost)
+    from pytest_trt.golden.provenance import ProvenancePolicy
+
+    try:
+        ProvenancePolicy(mode, fail_on)
+        return mode, fail_on
+    except ValueError as exc:
+        raise pytest.UsageError(f"{exc} (ini {opt.INI_PROVENANCE} / {opt.INI_PROVENANCE_FAIL_ON}, "
+                                f"option {opt.PROVENANCE})") from None
+
+
+def _approve_report(config: pytest.Config, approve: str | None) -> dict[str, Any] | None:
+    report = opt.path(config, opt.APPROVE_REPORT_OPT)
+    if report is None:
+        return None
+    if not approve:
+        raise pytest.UsageError(f"{opt.APPROVE_REPORT} goes with {opt.APPROVE} \"REASON\" and {opt.UPDATE_GOLDEN}")
+    from pytest_trt.errors import ReportReferenceError
+    from pytest_trt.golden.report_reference import report_reference
+
+    try:
+        return report_reference(report)
+    except ReportReferenceError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def marker_config(request: pytest.FixtureRequest) -> Any:
+    """The BuildConfig of the test's ``@pytest.mark.trt``, for a check of bare outputs."""
+    marker = request.node.get_closest_marker(opt.MARKER)
+    config = (marker.args[0] if marker.args else marker.kwargs.get("config")) if marker else None
+    if config is None or not hasattr(config, "name"):
+        raise GoldenError(f"{request.node.nodeid}: check(outputs) needs @pytest.mark.{opt.MARKER}(config) on the test")
+    return config
