@@ -103,7 +103,8 @@ def _load(check: GoldenCheck, name: str) -> dict[str, Any]:
     if not path.is_file():
         raise GoldenMissing(
             f"no timing snapshot for {name!r}: {path} does not exist. Timings are never recorded silently; "
-            f"measure and approve them with:\n  {update_command(check.command_nodeid, args=check.settings.command_args)}",
+            "measure and approve them with:\n  "
+            + update_command(check.command_nodeid, args=check.settings.command_args),
             path=str(path))
     from pytest_trt.timing import BenchmarkResult
 
