@@ -124,7 +124,7 @@ class EngineCache:
             shutil.rmtree(old, ignore_errors=True)
 
     def clean_stale(self) -> list[Path]:
-        """Delete ``tmp/<key>.<pid>.<rand>`` folders whose writer process no longer exists; return them.
+        """Delete ``tmp/.<key>.<pid>.<rand>`` folders whose writer process no longer exists; return them.
 
         A writer killed mid-store leaves its folder behind; the pid in the name tells whether it
         is still writing.  (Run under a per-key lock, by a process on the same host as the writers.)

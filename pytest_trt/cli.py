@@ -9,6 +9,7 @@ Commands::
     pytest-trt log diff OLD.log NEW.log [--onnx MODEL] [--tactics]
     pytest-trt upgrade-report OLD NEW [-o report.html]
     pytest-trt golden show FILE
+    pytest-trt calib show CACHE | calib diff OLD NEW  (see pytest_trt.calibration.cli)
     pytest-trt catalog add|query|show|history|push|prune ...  (see pytest_trt.catalog.cli)
 
 Every command takes ``--json`` (one JSON document on stdout).

@@ -1,6 +1,6 @@
 """EngineProvider: the session's engines, from the cache or freshly built.
 
-The pytest layer creates one provider per session (``config.stash[PROVIDER]``)
+The pytest layer creates one provider per session (``TrtSession.provider``, on first use)
 and asks it for engines; all decisions (cache hit, build allowed, corrupt
 entry, failure log) live here so they can be used and tested without pytest.
 """

@@ -30,8 +30,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("artifact", "config", "calibration", "buildlog"),
     # 2 the backends that build and run engines
     ("backends",),
-    # 3 engines for tests: the option table, request, provider, cache, the Engine object and its assertions
-    ("options", "cache", "record_store", "request", "session", "engine", "current", "assertions", "skipping",
+    # 3 engines for tests: the option table, provider, cache, the Engine object and its assertions
+    ("options", "cache", "record_store", "session", "engine", "current", "assertions", "skipping",
      "timing", "differential", "strategies", "devices"),
     # 4 comparing outputs
     ("compare",),

@@ -2,7 +2,7 @@
 
 Modules, one idea each: :mod:`.environment`, :mod:`.archive` (deterministic
 and safe tar.gz), :mod:`.manifest`, :mod:`.bundle` (writer), :mod:`.sign`,
-:mod:`.verify`, :mod:`.diff`, :mod:`.pins`, :mod:`.summary`,
+:mod:`.verify`, :mod:`.bundle_diff`, :mod:`.pins`, :mod:`.summary`,
 :mod:`.recorder` (session state; its pytest side is :mod:`pytest_trt.pytest_plugin.audit`).  Nothing heavy is
 imported here.
 """

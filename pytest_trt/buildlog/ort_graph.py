@@ -19,7 +19,8 @@ Origins come from the optimized graph's structure, in this order of trust:
 A layer's origins are then the original nodes between the tensor it produces
 and the tensors that still exist.  A layer whose walk stops at a tensor that
 is not one of its own inputs claims work it cannot have done (or misses work
-it did): it is listed by :func:`uncertain_layers` rather than silently kept.
+it did): :func:`pytest_trt.buildlog.ort_record.record_from_models` lists it as uncertain rather than silently
+keeping it.
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ class BuildRecord:
     precision_flags: str | None = None  # trtexec "Precision: FP32+INT8"
     engine_size_mib: float | None = None  # trtexec 10.x "Created engine with size: 6.3747 MiB"
     #: pytest-trt's own INT8 calibration of this build (algorithm, quantizer or calibrator, cache header,
-    #: ranges, class counts), see :func:`pytest_trt.calibration.quantization_facts`; empty otherwise
+    #: ranges, class counts), see :func:`pytest_trt.calibration.building.quantization_facts`; empty otherwise
     quantization: dict[str, Any] = field(default_factory=dict)
 
     # -- derived facts -------------------------------------------------
