@@ -8,6 +8,7 @@
 * :func:`fake_backend` registers it for a block; ``-p pytest_trt.testing.register_fake`` registers it
   in a pytest run (a ``pytester`` subprocess or your own ``pytest`` command).
 * :class:`SpyBackend` wraps a real backend and counts its calls (validate, build, record).
+* :func:`write_classifier` writes a tiny seeded ONNX classifier (``scale`` makes the "changed model").
 * :class:`GoldenLifecycle` runs the golden lifecycle in a ``pytester`` project (no golden -> the
   printed command -> pass -> regression) and asserts each step's outcome with a clear message.
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from pytest_trt.testing.fake_backend import FAKE, FAKE_SPEC, FakeBackend, fake_backend
 from pytest_trt.testing.lifecycle import GoldenLifecycle
+from pytest_trt.testing.models import write_classifier
 from pytest_trt.testing.spy import SpyBackend
 
-__all__ = ["FAKE", "FAKE_SPEC", "FakeBackend", "GoldenLifecycle", "SpyBackend", "fake_backend"]
+__all__ = ["FAKE", "FAKE_SPEC", "FakeBackend", "GoldenLifecycle", "SpyBackend", "fake_backend", "write_classifier"]

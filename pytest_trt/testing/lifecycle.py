@@ -143,6 +143,8 @@ def _outcomes(result: pytest.RunResult) -> dict[str, int]:
 
 
 def _show(outcomes: dict[str, int]) -> str:
+    if "exit code" in outcomes:
+        return f"no test summary, exit code {outcomes['exit code']} (a usage error or a crash)"
     return ", ".join(f"{n} {k}" for k, n in outcomes.items()) or "nothing run"
 
 
