@@ -45,13 +45,15 @@ class GoldenLifecycle:
         self.subprocess = subprocess
         #: the update commands the last :meth:`first_run` printed, each as its arguments after ``pytest``
         self.commands: list[list[str]] = []
+        #: the result of the last run (to match more of its output)
+        self.last: pytest.RunResult | None = None
 
     def run(self, *args: str) -> pytest.RunResult:
         """One pytest run in the project with ``args`` and :attr:`always`."""
         full = (*args, *self.always)
-        if self.subprocess:
-            return self.pytester.runpytest_subprocess(*full)
-        return self.pytester.runpytest(*full)
+        run = self.pytester.runpytest_subprocess if self.subprocess else self.pytester.runpytest
+        self.last = run(*full)
+        return self.last
 
     def first_run(self, *extra: str) -> list[str]:
         """A run without the golden: must fail with "no golden for" and print one update command; returns
