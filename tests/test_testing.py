@@ -7,6 +7,7 @@ and from the ONNX file itself, never from the helpers under test.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -176,3 +177,12 @@ def test_the_fake_backend_is_not_a_choice_without_its_plugin(pytester: pytest.Py
     pytester.makepyfile(test_x="def test_x():\n    pass\n")
     result = pytester.runpytest_subprocess("--trt-backend", FAKE, *QUIET)
     result.stderr.fnmatch_lines(["*argument --trt-backend: invalid choice: 'fake'*"])
+
+
+def test_the_readme_snippet_runs(pytester: pytest.Pytester) -> None:
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Testing your own plugin code"):]
+    match = re.search(r"```python\n(.*?)```", section[:section.index("\n## ", 5)], re.S)
+    assert match, "README's pytest_trt.testing section has no python block"
+    pytester.makepyfile(test_my_conftest=match.group(1))
+    pytester.runpytest_subprocess("-p", "pytester", *QUIET).assert_outcomes(passed=1)
