@@ -186,3 +186,14 @@ def test_the_readme_snippet_runs(pytester: pytest.Pytester) -> None:
     assert match, "README's pytest_trt.testing section has no python block"
     pytester.makepyfile(test_my_conftest=match.group(1))
     pytester.runpytest_subprocess("-p", "pytester", *QUIET).assert_outcomes(passed=1)
+
+
+def test_auto_never_picks_the_fake_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_trt.errors import BackendUnavailable
+
+    with fake_backend():
+        assert FAKE in registry.choices() and FAKE not in registry.auto_order()
+        monkeypatch.setattr(registry, "module_available", lambda name: name == FAKE)  # only the fake is there
+        with pytest.raises(BackendUnavailable, match="no backend is installed"):
+            registry.choose_backend("auto")
+        assert registry.choose_backend(FAKE) == (FAKE, "requested with --trt-backend")

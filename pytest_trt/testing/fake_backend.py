@@ -42,12 +42,12 @@ DISCLAIMER = "pytest-trt fake backend, a test double: no TensorRT, no engine com
 #: a numpy function standing in for the engine: named inputs -> named outputs
 Compute = Callable[[Mapping[str, "np.ndarray"]], Mapping[str, "np.ndarray"]]
 
-#: the registry row; the last in ``auto`` order, so registering it never changes what ``auto`` picks
+#: the registry row; ``auto`` never picks it (``in_auto=False``): it is chosen only by name
 FAKE_SPEC = BackendSpec(
     name=FAKE, module="pytest_trt.testing.fake_backend", distributions=("pytest-trt", "pytest_trt"),
     extra="test", slug="fake", auto_rank=1000, factory="pytest_trt.testing.fake_backend:create",
     title="a test double for plugin-level tests (no TensorRT; runs the ONNX reference evaluator)",
-    key_packages=("onnx", "numpy"), runs_on_cpu=False,
+    key_packages=("onnx", "numpy"), runs_on_cpu=False, in_auto=False,
 )
 
 
