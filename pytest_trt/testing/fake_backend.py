@@ -18,6 +18,8 @@ it name the fake backend and so can never pass for a TensorRT engine's.
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
+import platform
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     from pytest_trt.backends.request import BuildRequest
     from pytest_trt.buildlog.record import BuildRecord
     from pytest_trt.config import BuildConfig
+    from pytest_trt.engine import Engine
 
 #: ``--trt-backend fake``
 FAKE = "fake"
@@ -73,7 +76,11 @@ def fake_backend(*, compute: Compute | None = None) -> Iterator[FakeBackend]:
 
 
 class FakeBackend:
-    """A :class:`~pytest_trt.backends.base.Backend` test double (see the module docstring)."""
+    """A :class:`~pytest_trt.backends.base.Backend` test double (see the module docstring).
+
+    It works unregistered too (``FakeBackend().engine(config)`` in a conftest); registering
+    :data:`FAKE_SPEC` is what makes ``--trt-backend fake`` and the bundle slug ``fake`` exist.
+    """
 
     name = FAKE
 
@@ -81,10 +88,17 @@ class FakeBackend:
         self.compute = compute
 
     def version(self) -> str:
-        return registry.installed_version(FAKE) or "0"
+        """pytest-trt's version: the fake backend is part of it."""
+        from pytest_trt import __version__
+
+        return _dist_version(FAKE_SPEC.distributions[0]) or __version__
 
     def versions(self) -> dict[str, str]:
-        return registry.key_versions(FAKE)
+        """Like :func:`~pytest_trt.backends.registry.key_versions`, without needing the row registered."""
+        version = self.version()
+        out = {"backend": version, FAKE_SPEC.module: version, "python": platform.python_version()}
+        out.update({p: _dist_version(p) or "not installed" for p in FAKE_SPEC.key_packages})
+        return out
 
     def device(self, config: BuildConfig) -> dict[str, Any]:
         return {"kind": "cpu", "name": "fake (a test double; no device)"}
@@ -151,6 +165,12 @@ class FakeBackend:
     def runner(self, result: BuildResult, config: BuildConfig) -> FakeRunner:
         return FakeRunner(result.engine, compute=self.compute)
 
+    def engine(self, config: BuildConfig) -> Engine:
+        """A fake engine for ``config`` without provider or cache: for a conftest's own ``trt_engine``."""
+        from pytest_trt.engine import Engine
+
+        return Engine(config, self.build(config), self)
+
 
 class FakeRunner:
     """Runs the fake engine (ONNX bytes) with ``onnx.reference``, or ``compute`` when given."""
@@ -184,6 +204,13 @@ class FakeRunner:
         names = [o.name for o in self._outputs]
         values = self._evaluator.run(names, dict(feeds))
         return {name: np.asarray(value) for name, value in zip(names, values, strict=True)}
+
+
+def _dist_version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def _node_name(node: Any, index: int) -> str:

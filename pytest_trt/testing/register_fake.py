@@ -15,27 +15,26 @@ import pytest
 from pytest_trt.backends import registry
 from pytest_trt.testing.fake_backend import FAKE, FAKE_SPEC
 
-_ADDED = pytest.StashKey[bool]()
-
 
 def _register() -> bool:
+    """Register the row; whether it was not there before."""
     added = registry.find(FAKE) is None
     registry.register(FAKE_SPEC)
     return added
 
 
-_register()  # at import: before the pytest-trt plugin (an entry point) declares its options
+#: registered by this module (and so removed at the end of the run), not by someone before it
+_added = _register()  # at import: before the pytest-trt plugin (an entry point) declares its options
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     """Again for each run of one process (pytester's in-process runs import this module once)."""
-    _register()
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.stash[_ADDED] = True
+    global _added
+    _added = _register() or _added
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    if config.stash.get(_ADDED, False):
+    global _added
+    if _added:
         registry.unregister(FAKE)
+        _added = False

@@ -1,7 +1,8 @@
 """The hook module through pytester: options, usage errors, the fixture, the summary, xdist.
 
-The project under test overrides ``trt_engine`` with a real ONNX Runtime build
-(``golden_engines.real_engine``), so these runs need only the golden hook module.
+The project under test overrides ``trt_engine`` with an engine of the fake backend
+(``pytest_trt.testing.FakeBackend``): these are tests of the hook module's plumbing, so the runs need only
+the golden hook module and no real build.
 """
 
 from __future__ import annotations
@@ -24,25 +25,24 @@ from pytest_trt.testing import GoldenLifecycle
 HOOKS = ("-p", "no:hypothesispytest")
 HERE = Path(__file__).resolve().parent
 
-CONFTEST = f"""
-import os, sys
-sys.path.insert(0, {str(HERE)!r})
+CONFTEST = """
+import os
 import numpy as np
 import pytest
-from golden_engines import real_engine, write_model
 from pytest_trt.config import BuildConfig, Profile
 from pytest_trt.golden.dataset import GoldenDataset
+from pytest_trt.testing import FakeBackend, write_classifier
 
 @pytest.fixture
 def trt_engine(tmp_path_factory):
     scale = float(os.environ.get("TINY_SCALE", "1.0"))
-    path = write_model(tmp_path_factory.mktemp("m") / "tiny.onnx", scale=scale)
-    return real_engine(BuildConfig(name="tiny", onnx=path, profiles=(Profile(x=((1, 8), (16, 8), (16, 8))),)))
+    path = write_classifier(tmp_path_factory.mktemp("m") / "tiny.onnx", scale=scale)
+    return FakeBackend().engine(BuildConfig(name="tiny", onnx=path, profiles=(Profile(x=((1, 8), (16, 8), (16, 8))),)))
 
 @pytest.fixture
 def dataset():
     x = np.random.default_rng(0).standard_normal((64, 8)).astype(np.float32)
-    return GoldenDataset.from_arrays({{"x": x}}, labels=np.arange(64) % 5)
+    return GoldenDataset.from_arrays({"x": x}, labels=np.arange(64) % 5)
 """
 
 TEST = """
