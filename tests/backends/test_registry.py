@@ -133,8 +133,7 @@ def test_a_registered_backend_is_a_trt_backend_choice_in_pytest(
     pytester.makepyfile(test_nothing="def test_one():\n    pass\n")
     help_run = pytester.runpytest_subprocess("-p", "toy_backend_plugin", "--help")
     help_run.stdout.fnmatch_lines([
-        # the choices are checked by argparse (invalid choice, below)
-        "*--trt-backend=NAME *backend that builds engines (default: auto = tensorrt, then tensorrt-rtx, then onnxruntime, then "
+        "*--trt-backend=NAME*backend that builds engines (default: auto = tensorrt, then tensorrt-rtx, then onnxruntime, then "
         "toy-backend)*",
     ])
     help_run.stdout.fnmatch_lines(["*trt_backend (string):*backend: auto, tensorrt, tensorrt-rtx, onnxruntime, toy-*"])
