@@ -67,6 +67,10 @@ class GoldenLifecycle:
                        f"expected one printed update command ('pytest ... {REASON_PLACEHOLDER}'), found "
                        f"{len(self.commands)}: {[' '.join(c) for c in self.commands]}",
                        "check that the golden failure message prints the command")
+        if REASON_PLACEHOLDER not in self.commands[0]:
+            self._fail("first run (no golden yet)", result,
+                       f"the printed command {shlex.join(self.commands[0])!r} has no {REASON_PLACEHOLDER!r} "
+                       "placeholder for the approval reason", "check the update command the golden failure prints")
         if self.golden is not None and self.golden.exists():
             self._fail("first run (no golden yet)", result, f"{self.golden} exists after a failed check",
                        "a golden must never be written without --trt-approve")
