@@ -4,7 +4,8 @@
   plugin's plumbing (options, cache, sessions, summaries, bundles).  It builds nothing: its "engine"
   is the ONNX file's bytes, its log says it is the fake backend, and it runs the model with ONNX's
   pure-numpy reference evaluator.  It never claims to be TensorRT (``BuildResult.backend == "fake"``);
-  a test that claims to test builds uses a real backend.
+  a test that claims to test builds uses a real backend.  ``FakeBackend().engine(config)`` gives an
+  engine without provider or cache (a conftest's own ``trt_engine``).
 * :func:`fake_backend` registers it for a block; ``-p pytest_trt.testing.register_fake`` registers it
   in a pytest run (a ``pytester`` subprocess or your own ``pytest`` command).
 * :class:`SpyBackend` wraps a real backend and counts its calls (validate, build, record).
