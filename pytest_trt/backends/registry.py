@@ -61,6 +61,8 @@ class BackendSpec:
     key_packages: tuple[str, ...] = ("onnx",)
     #: runs engines on any CPU (the hint when a GPU backend's engine cannot run here)
     runs_on_cpu: bool = False
+    #: ``auto`` may pick it (False for test doubles such as pytest_trt.testing's fake backend)
+    in_auto: bool = True
 
 
 _SPECS: dict[str, BackendSpec] = {
@@ -116,7 +118,7 @@ def choices() -> tuple[str, ...]:
 
 def auto_order() -> tuple[str, ...]:
     """The backends ``auto`` tries, first importable wins."""
-    return names()
+    return tuple(s.name for s in specs() if s.in_auto)
 
 
 def spec(name: str) -> BackendSpec:

@@ -15,6 +15,7 @@ from pytest_trt import BuildConfig, Profile, hostprobe
 from pytest_trt import fileio as fileio_module
 from pytest_trt.backends.request import BuildRequest, as_request
 from pytest_trt.session import EngineProvider
+from pytest_trt.testing import SpyBackend
 from tests.conftest import needs_ort, needs_rtx
 
 DYN = Profile(input=((1, 3, 16, 16), (2, 3, 16, 16), (4, 3, 16, 16)))
@@ -29,28 +30,6 @@ class CountingMemo(dict[Any, str]):
     def __setitem__(self, key: Any, value: str) -> None:
         self.stores.append(key[0])
         super().__setitem__(key, value)
-
-
-class SpyBackend:
-    """The real TensorRT-RTX backend, counting validations and what build() receives."""
-
-    def __init__(self) -> None:
-        from pytest_trt.backends.tensorrt import TensorRTBackend
-
-        self.real = TensorRTBackend("tensorrt_rtx")
-        self.validations = 0
-        self.built: list[Any] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.real, name)
-
-    def validate(self, config: BuildConfig) -> None:
-        self.validations += 1
-        self.real.validate(config)
-
-    def build(self, request: BuildRequest) -> Any:
-        self.built.append(request)
-        return self.real.build(request)
 
 
 @pytest.fixture
@@ -69,7 +48,9 @@ def test_a_cache_miss_validates_hashes_and_probes_once(
     real_run = hostprobe._run
     monkeypatch.setattr(hostprobe, "_run", lambda *cmd: probes.append(cmd) or real_run(*cmd))
     hostprobe.clear()
-    backend = SpyBackend()
+    from pytest_trt.backends.tensorrt import TensorRTBackend
+
+    backend = SpyBackend(TensorRTBackend("tensorrt_rtx"))  # the real backend, counting validations and builds
     provider = EngineProvider("tensorrt-rtx", cache_dir=tmp_path / "cache", build=True, backend=backend)  # type: ignore[arg-type]
     engine = provider.get(config)
     assert not provider.flush() and not engine.cached

@@ -10,6 +10,8 @@ from pytest_trt.cli import main
 from pytest_trt.options import CATALOG, MLFLOW_REGISTER
 from tests.conftest import needs_ort
 
+FAKE = ("-p", "no:cacheprovider", "-p", "pytest_trt.testing.register_fake", "--trt-backend", "fake")
+
 SUITE = """
 import pytest
 from pytest_trt import BuildConfig, Profile
@@ -32,12 +34,11 @@ def test_b_again(trt_engine):
 """
 
 
-@needs_ort
 def test_session_indexes_its_bundles(pytester, models, capsys):
-    """With xdist (the controller indexes the workers' bundles), then without (a second session)."""
+    """With xdist (the controller indexes the workers' bundles), then without (a second session).
+    Plumbing only: the bundles come from the fake backend of pytest_trt.testing."""
     pytester.makepyfile(test_model=SUITE.format(onnx=str(models["conv_bn_relu"])))
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trt-engine-build", "--trt-backend",
-                                           "onnxruntime", CATALOG, "-n", "2")
+    result = pytester.runpytest_subprocess(*FAKE, "--trt-engine-build", CATALOG, "-n", "2")
     result.assert_outcomes(passed=3)
     db = pytester.path / "trt-bundles" / "catalog.sqlite"
     result.stdout.fnmatch_lines(["*pytest-trt audit archive*", f"catalog {db}: 2 bundle(s) added, 0 already indexed"])
@@ -48,8 +49,7 @@ def test_session_indexes_its_bundles(pytester, models, capsys):
     assert sorted(r["path"] for r in rows) == on_disk and len(on_disk) == 2
     assert sorted(r["config_name"] for r in rows) == ["cbr_a", "cbr_b"]
     # a second session, without xdist, finds them indexed already
-    again = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trt-backend", "onnxruntime",
-                                          "-o", "trt_catalog=true", "--trt-engine-build")
+    again = pytester.runpytest_subprocess(*FAKE, "-o", "trt_catalog=true", "--trt-engine-build")
     again.stdout.fnmatch_lines([f"catalog {db}: 0 bundle(s) added, 2 already indexed"])
 
 

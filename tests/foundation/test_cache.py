@@ -12,6 +12,7 @@ import pytest
 
 from pytest_trt import BuildConfig, BuildFailed, Profile
 from pytest_trt.session import EngineNotBuilt, EngineProvider
+from pytest_trt.testing import SpyBackend
 from tests.conftest import needs_rtx
 
 pytestmark = needs_rtx
@@ -19,21 +20,11 @@ pytestmark = needs_rtx
 DYN = Profile(input=((1, 3, 16, 16), (2, 3, 16, 16), (4, 3, 16, 16)))
 
 
-class CountingBackend:
+def rtx_spy() -> SpyBackend:
     """The real TensorRT-RTX backend, counting how often the builder runs."""
+    from pytest_trt.backends.tensorrt import TensorRTBackend
 
-    def __init__(self):
-        from pytest_trt.backends.tensorrt import TensorRTBackend
-
-        self.real = TensorRTBackend("tensorrt_rtx")
-        self.builds = 0
-
-    def __getattr__(self, name):
-        return getattr(self.real, name)
-
-    def build(self, config):
-        self.builds += 1
-        return self.real.build(config)
+    return SpyBackend(TensorRTBackend("tensorrt_rtx"))
 
 
 @pytest.fixture
@@ -47,7 +38,7 @@ def provider(tmp_path, backend, **kw):
 
 
 def test_miss_then_hit_without_calling_the_builder(tmp_path, config):
-    backend = CountingBackend()
+    backend = rtx_spy()
     first = provider(tmp_path, backend).get(config)
     assert backend.builds == 1 and not first.cached
     second = provider(tmp_path, backend).get(config)  # a new session: from disk
@@ -58,7 +49,7 @@ def test_miss_then_hit_without_calling_the_builder(tmp_path, config):
 
 
 def test_changed_config_is_a_miss_and_rebuild_ignores_hits(tmp_path, config):
-    backend = CountingBackend()
+    backend = rtx_spy()
     provider(tmp_path, backend).get(config)
     provider(tmp_path, backend).get(config.replace(builder_optimization_level=1))
     assert backend.builds == 2
@@ -68,13 +59,13 @@ def test_changed_config_is_a_miss_and_rebuild_ignores_hits(tmp_path, config):
 
 def test_not_cached_and_build_not_allowed_names_the_flag(tmp_path, config):
     with pytest.raises(EngineNotBuilt, match="run pytest with --trt-engine-build to build it"):
-        provider(tmp_path, CountingBackend(), build=False).get(config)
+        provider(tmp_path, rtx_spy(), build=False).get(config)
 
 
 @pytest.mark.parametrize("damage", ["flip engine byte", "truncate log", "drop entry.json", "garbage entry.json",
                                     "edit config.json", "flip engine byte, keep build.json in step"])
 def test_corrupt_entry_is_rebuilt_never_used(tmp_path, config, damage):
-    backend = CountingBackend()
+    backend = rtx_spy()
     first = provider(tmp_path, backend)
     engine = first.get(config)
     assert first.flush() == []
@@ -115,7 +106,7 @@ def test_corrupt_entry_is_rebuilt_never_used(tmp_path, config, damage):
 
 
 def test_half_written_entry_is_never_seen(tmp_path, config):
-    backend = CountingBackend()
+    backend = rtx_spy()
     p = provider(tmp_path, backend)
     key = p.key_for(config)
     # a crashed writer leaves only a temporary folder behind
@@ -127,7 +118,7 @@ def test_half_written_entry_is_never_seen(tmp_path, config):
 
 
 def test_entry_is_written_behind_the_test_and_waited_for(tmp_path, config):
-    backend = CountingBackend()
+    backend = rtx_spy()
     p = provider(tmp_path, backend)
     engine = p.get(config)  # returns at once; a thread writes the entry while holding the key's lock
     assert engine.result.engine and p.flush() == []
@@ -138,7 +129,7 @@ def test_entry_is_written_behind_the_test_and_waited_for(tmp_path, config):
 def test_a_cache_write_failure_is_reported_not_hidden(tmp_path, config):
     (tmp_path / "cache").mkdir()
     (tmp_path / "cache" / "tmp").write_text("a file where the temporary folder should go")
-    p = provider(tmp_path, CountingBackend())
+    p = provider(tmp_path, rtx_spy())
     engine = p.get(config)
     errors = p.flush()
     assert engine.result.engine  # the engine in memory is still valid for this session
@@ -150,7 +141,7 @@ def test_failed_build_keeps_its_log(tmp_path):
     bad = tmp_path / "garbage.onnx"
     bad.write_bytes(b"\x08\x07not really onnx")
     with pytest.raises(BuildFailed) as info:
-        provider(tmp_path, CountingBackend()).get(BuildConfig(name="garbage", onnx=bad))
+        provider(tmp_path, rtx_spy()).get(BuildConfig(name="garbage", onnx=bad))
     log_path = info.value.log_path
     assert log_path is not None and log_path.is_file()
     assert "[ERROR] (deserializeOnnxModel): MODEL_DESERIALIZE_FAILED" in log_path.read_text(encoding="utf-8")

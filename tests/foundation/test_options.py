@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from pytest_trt import options as opt
-from tests.conftest import needs_ort
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,21 +33,21 @@ def test_golden(trt_golden, trt_engine):
 
 def _pytest(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-                           *args], cwd=cwd, capture_output=True, text=True, timeout=300)
+                           "-p", "pytest_trt.testing.register_fake", *args], cwd=cwd, capture_output=True, text=True, timeout=300)
 
 
-@needs_ort
 def test_paths_follow_one_rule_and_the_printed_command_pastes_where_pytest_ran(
     tmp_path: Path, models: dict[str, Path]
 ) -> None:
     """Command-line paths are relative to the current directory, ini paths to the rootdir; the update command
-    printed by a run in a subfolder, pasted in that subfolder, writes the golden where the check looks for it."""
+    printed by a run in a subfolder, pasted in that subfolder, writes the golden where the check looks for it.
+    Plumbing only: the fake backend of pytest_trt.testing stands in for a build."""
     project = tmp_path / "project"
     sub = project / "tests"
     sub.mkdir(parents=True)
     (project / "pytest.ini").write_text("[pytest]\ntrt_bundle_dir = audit/bundles\n", encoding="utf-8")
     (sub / "test_m.py").write_text(SUITE.format(onnx=str(models["conv_bn_relu"])), encoding="utf-8")
-    first = _pytest(sub, "--trt-backend", "onnxruntime", "--trt-engine-build", "--trt-golden-dir=../goldens",
+    first = _pytest(sub, "--trt-backend", "fake", "--trt-engine-build", "--trt-golden-dir=../goldens",
                     "--trt-cache-dir", "cache")
     assert first.returncode == 1, first.stdout[-3000:]
     # the cache folder typed on the command line: under the current directory (tests/), not the rootdir
@@ -60,12 +59,12 @@ def test_paths_follow_one_rule_and_the_printed_command_pastes_where_pytest_ran(
     words = shlex.split(command)
     assert words[:2] == ["pytest", "test_m.py::test_golden"]
     assert "--trt-golden-dir=../goldens" in words and "--trt-cache-dir=cache" in words
-    assert words[words.index("--trt-backend") + 1] == "onnxruntime"
+    assert words[words.index("--trt-backend") + 1] == "fake"
     words[words.index("REASON")] = "first approval"
     created = _pytest(sub, *words[1:])
     assert created.returncode == 0, created.stdout[-3000:]
     assert (project / "goldens" / "cbr.h5").is_file() and not (sub / "goldens").exists()
-    again = _pytest(sub, "--trt-backend", "onnxruntime", "--trt-golden-dir=../goldens", "--trt-cache-dir=cache")
+    again = _pytest(sub, "--trt-backend", "fake", "--trt-golden-dir=../goldens", "--trt-cache-dir=cache")
     assert again.returncode == 0, again.stdout[-3000:]  # from the cache, against the golden just written
 
 

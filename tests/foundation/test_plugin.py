@@ -59,15 +59,18 @@ def test_without_engine_build_the_test_skips_naming_the_flag(suite):
     )
 
 
-def test_cache_dir_option_and_ini(suite, tmp_path):
-    suite.makeini("[pytest]\ntrt_cache_dir = engines\n")
-    suite.runpytest_subprocess("--trt-engine-build", "-p", "no:cacheprovider").assert_outcomes(passed=1)
-    assert (suite.path / "engines").is_dir()
+def test_cache_dir_option_and_ini(pytester, models, tmp_path):
+    # where the cache goes is plumbing: the fake backend (pytest_trt.testing) stands in for a build
+    pytester.makepyfile(test_model=TEST_MODULE.format(onnx=str(models["conv_bn_relu"])).replace("tensorrt-rtx", "fake")
+                        .replace('assert "[ONNX Layer: relu1]"', "#"))
+    pytester.makeini("[pytest]\ntrt_cache_dir = engines\n")
+    fake = ("-p", "pytest_trt.testing.register_fake", "--trt-backend", "fake", "--trt-engine-build", "-p",
+            "no:cacheprovider")
+    pytester.runpytest_subprocess(*fake).assert_outcomes(passed=1)
+    assert len(list((pytester.path / "engines").glob("*/*/entry.json"))) == 1  # the ini's folder, under the rootdir
     other = tmp_path / "elsewhere"
-    suite.runpytest_subprocess(
-        "--trt-engine-build", f"--trt-cache-dir={other}", "-p", "no:cacheprovider"
-    ).assert_outcomes(passed=1)
-    assert other.is_dir()
+    pytester.runpytest_subprocess(*fake, f"--trt-cache-dir={other}").assert_outcomes(passed=1)
+    assert len(list(other.glob("*/*/entry.json"))) == 1
 
 
 def test_rebuild_needs_engine_build(suite):

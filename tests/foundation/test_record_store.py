@@ -14,24 +14,10 @@ import pytest
 from pytest_trt import BuildConfig, Profile
 from pytest_trt.record_store import RECORD_FILE
 from pytest_trt.session import EngineProvider
+from pytest_trt.testing import SpyBackend
 from tests.conftest import needs_ort, needs_rtx
 
 DYN = Profile(input=((1, 3, 16, 16), (2, 3, 16, 16), (4, 3, 16, 16)))
-
-
-class CountingBackend:
-    """A real backend, counting how often it parses a record."""
-
-    def __init__(self, real):
-        self.real = real
-        self.records = 0
-
-    def __getattr__(self, name):
-        return getattr(self.real, name)
-
-    def record(self, result, config):
-        self.records += 1
-        return self.real.record(result, config)
 
 
 def _rtx():
@@ -57,7 +43,7 @@ def _provider(tmp_path, name, backend):
 def test_hit_reads_the_stored_record_equal_to_a_fresh_parse(tmp_path, models, make):
     name, real = make()
     config = BuildConfig(name="cbr", onnx=models["conv_bn_relu"], profiles=[DYN])
-    backend = CountingBackend(real)
+    backend = SpyBackend(real)
     first_session = _provider(tmp_path, name, backend)
     built = first_session.get(config)
     parsed = built.record  # as the audit layer does for every engine it bundles
@@ -77,7 +63,7 @@ def test_hit_reads_the_stored_record_equal_to_a_fresh_parse(tmp_path, models, ma
 def test_stale_or_missing_record_is_parsed_again_and_replaced(tmp_path, models):
     name, real = _rtx()
     config = BuildConfig(name="cbr", onnx=models["conv_bn_relu"], profiles=[DYN])
-    backend = CountingBackend(real)
+    backend = SpyBackend(real)
     session = _provider(tmp_path, name, backend)
     entry = session.get(config).artifact_dir
     session.flush()  # no test read the record: nothing stored yet (an entry of an earlier release)

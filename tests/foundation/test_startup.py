@@ -22,7 +22,9 @@ NOT_LOADED = ("pytest_trt.buildlog", "pytest_trt.config", "pytest_trt.engine", "
               # what only an option, an engine or pytest-xdist asks for
               "pytest_trt.pytest_plugin.audit", "pytest_trt.pytest_plugin.archive", "pytest_trt.pytest_plugin.devices",
               "pytest_trt.pytest_plugin.channel", "pytest_trt.pytest_plugin.summary", "pytest_trt.golden.provenance",
-              "pytest_trt.pytest_plugin.golden", "pytest_trt.pytest_plugin.record", "pytest_trt.pytest_plugin.engines")
+              "pytest_trt.pytest_plugin.golden", "pytest_trt.pytest_plugin.record", "pytest_trt.pytest_plugin.engines",
+              # the helpers for tests (fake backend, golden lifecycle): only what a test imports
+              "pytest_trt.testing")
 #: everything a plain ``pytest -q`` run may load of pytest-trt: the hook modules and what their options need
 ALLOWED = {"pytest_trt", "pytest_trt.errors", "pytest_trt.options", "pytest_trt.plugin", "pytest_trt.pytest_plugin",
            "pytest_trt.backends", "pytest_trt.backends.registry",

@@ -19,6 +19,7 @@ from pytest_trt.artifact import BuildResult
 from pytest_trt.backends.base import TensorSpec
 from pytest_trt.buildlog.record import BuildRecord, Layer
 from pytest_trt.config import BuildConfig
+from pytest_trt.testing import write_classifier
 
 FEATURES, CLASSES = 8, 5
 
@@ -34,27 +35,9 @@ FUSED = (
 
 
 def write_model(path: Path, *, seed: int = 0, scale: float = 1.0) -> Path:
-    """x (N, 8) float32 -> logits (N, 5) = relu(x @ W1) @ W2 * scale, plus an ArgMax output."""
-    rng = np.random.default_rng(seed)
-    w1 = rng.standard_normal((FEATURES, 16)).astype(np.float32)
-    w2 = (rng.standard_normal((16, CLASSES)) * scale).astype(np.float32)
-    nodes = [
-        helper.make_node("MatMul", ["x", "w1"], ["h"], name="conv_dw"),
-        helper.make_node("Relu", ["h"], ["hr"], name="relu6"),
-        helper.make_node("MatMul", ["hr", "w2"], ["logits"], name="fc"),
-        helper.make_node("ArgMax", ["logits"], ["pred"], name="argmax", axis=1, keepdims=0),
-    ]
-    graph = helper.make_graph(
-        nodes, "tiny",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", FEATURES])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["N", CLASSES]),
-         helper.make_tensor_value_info("pred", TensorProto.INT64, ["N"])],
-        [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
-    model.ir_version = 8
-    onnx.save(model, str(path))
-    return path
+    """x (N, 8) float32 -> logits (N, 5) = relu(x @ W1) @ W2 * scale, plus an ArgMax output; nodes named as SEPARATE."""
+    return write_classifier(path, features=FEATURES, classes=CLASSES, seed=seed, scale=scale,
+                            names=("conv_dw", "relu6", "fc"))
 
 
 class OrtEngine:

@@ -1,7 +1,8 @@
 """The hook module through pytester: options, usage errors, the fixture, the summary, xdist.
 
-The project under test overrides ``trt_engine`` with a real ONNX Runtime build
-(``golden_engines.real_engine``), so these runs need only the golden hook module.
+The project under test overrides ``trt_engine`` with an engine of the fake backend
+(``pytest_trt.testing.FakeBackend``): these are tests of the hook module's plumbing, so the runs need only
+the golden hook module and no real build.
 """
 
 from __future__ import annotations
@@ -18,30 +19,30 @@ from pytest_trt.options import GOLDEN_DIR as GOLDEN_DIR_OPTION
 from pytest_trt.options import INI_PROVENANCE_FAIL_ON as PROVENANCE_FAIL_ON_INI
 from pytest_trt.options import PROVENANCE as PROVENANCE_OPTION
 from pytest_trt.options import UPDATE_GOLDEN as UPDATE_OPTION
+from pytest_trt.testing import GoldenLifecycle
 
 # the plugin with the conftest's trt_engine; hypothesis would only slow each run down
 HOOKS = ("-p", "no:hypothesispytest")
 HERE = Path(__file__).resolve().parent
 
-CONFTEST = f"""
-import os, sys
-sys.path.insert(0, {str(HERE)!r})
+CONFTEST = """
+import os
 import numpy as np
 import pytest
-from golden_engines import real_engine, write_model
 from pytest_trt.config import BuildConfig, Profile
 from pytest_trt.golden.dataset import GoldenDataset
+from pytest_trt.testing import FakeBackend, write_classifier
 
 @pytest.fixture
 def trt_engine(tmp_path_factory):
     scale = float(os.environ.get("TINY_SCALE", "1.0"))
-    path = write_model(tmp_path_factory.mktemp("m") / "tiny.onnx", scale=scale)
-    return real_engine(BuildConfig(name="tiny", onnx=path, profiles=(Profile(x=((1, 8), (16, 8), (16, 8))),)))
+    path = write_classifier(tmp_path_factory.mktemp("m") / "tiny.onnx", scale=scale)
+    return FakeBackend().engine(BuildConfig(name="tiny", onnx=path, profiles=(Profile(x=((1, 8), (16, 8), (16, 8))),)))
 
 @pytest.fixture
 def dataset():
     x = np.random.default_rng(0).standard_normal((64, 8)).astype(np.float32)
-    return GoldenDataset.from_arrays({{"x": x}}, labels=np.arange(64) % 5)
+    return GoldenDataset.from_arrays({"x": x}, labels=np.arange(64) % 5)
 """
 
 TEST = """
@@ -75,21 +76,14 @@ def test_bad_ini_threshold_is_a_usage_error(project: pytest.Pytester) -> None:
 
 def test_lifecycle_with_the_hooks_alone(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     golden = project.path / "golden" / "tiny.h5"
-    result = project.runpytest(*HOOKS)  # 1. no golden: fails with the command, writes nothing
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*no golden for 'tiny'*",
-                                 f'*pytest test_tiny.py::test_tiny --trt-engine-build {UPDATE_OPTION} '
-                                 f'{APPROVE_OPTION} "REASON"*'])
-    assert not golden.exists()
-    result = project.runpytest(*HOOKS, UPDATE_OPTION, APPROVE_OPTION, "first golden, CR-1")  # 2. approved update
-    result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*trt goldens refreshed*", "*test_tiny.py::test_tiny*",
-                                 "*tiny.h5 [[]tiny[]] generation 1: new snapshot*"])
-    project.runpytest(*HOOKS).assert_outcomes(passed=1)  # 3. unchanged engine passes
+    life = GoldenLifecycle(project, always=HOOKS, golden="golden/tiny.h5")
+    assert life.first_run() == ["test_tiny.py::test_tiny", "--trt-engine-build", UPDATE_OPTION, APPROVE_OPTION,
+                                "REASON"]  # 1. no golden: fails with the command, writes nothing
+    life.approve("first golden, CR-1").stdout.fnmatch_lines(  # 2. approved update
+        ["*trt goldens refreshed*", "*test_tiny.py::test_tiny*", "*tiny.h5 [[]tiny[]] generation 1: new snapshot*"])
+    life.check()  # 3. unchanged engine passes
     monkeypatch.setenv("TINY_SCALE", "1.18")  # 4. a changed model fails with the regression lines
-    result = project.runpytest(*HOOKS)
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*[[]REGRESSION[]] logits: Output L2 norm delta: 0.18 > threshold(0.05)*"])
+    life.regression("*[[]REGRESSION[]] logits: Output L2 norm delta: 0.18 > threshold(0.05)*")
     project.makeini("[pytest]\ntrt_golden_l2_delta = 0.5\ntrt_golden_drift_sd = none\n")
     result = project.runpytest(*HOOKS)  # ini thresholds apply; the changed ONNX is compared and noted
     result.assert_outcomes(passed=1)
@@ -112,10 +106,8 @@ def test_lifecycle_with_the_hooks_alone(project: pytest.Pytester, monkeypatch: p
     bad.stderr.fnmatch_lines(["*provenance field 'gpu' is not one of backend, backend_version, device, config_hash, "
                               "onnx_sha256*"])
     project.makeini("[pytest]\ntrt_golden_l2_delta = 0.5\ntrt_golden_drift_sd = none\n")
-    result = project.runpytest(*HOOKS, UPDATE_OPTION, APPROVE_OPTION, "retrained, CR-2")  # 5. refresh
-    result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*generation 2: logits: L2 delta 0.18*"])
-    project.runpytest(*HOOKS).assert_outcomes(passed=1)
+    life.approve("retrained, CR-2").stdout.fnmatch_lines(["*generation 2: logits: L2 delta 0.18*"])  # 5. refresh
+    life.check()
     with GoldenFile(golden) as g:
         assert [h.generation for h in g.history("tiny")] + [g["tiny"].generation] == [1, 2]
     custom = project.runpytest(*HOOKS, GOLDEN_DIR_OPTION, "elsewhere")

@@ -23,6 +23,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from pytest_trt.options import PROVENANCE as PROVENANCE_OPTION
+from pytest_trt.testing import GoldenLifecycle
 
 pytest.importorskip("onnxruntime")
 
@@ -80,19 +81,15 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 
 def _approve(project: pytest.Pytester) -> None:
     first, create, check = readme_commands()
-    failed = project.runpytest(*first, *QUIET)
-    failed.assert_outcomes(failed=1)
-    failed.stdout.fnmatch_lines(["*no golden for 'my_model'*does not exist. Goldens are never created silently*"])
+    life = GoldenLifecycle(project, *first, always=QUIET, golden="golden/my_model.h5")
     # one command, whether pytest shows it once (failure section) or twice (CI=true: untruncated summary too)
-    printed = sorted({line.strip() for line in failed.stdout.lines if line.strip().startswith("pytest ")})
-    assert len(printed) == 1, failed.stdout.str()[-2000:]
-    args = shlex.split(printed[0])[1:]
-    assert args[:-1] == create[:-1]  # the README's step 2 is the printed command, with a real reason
-    args[-1] = create[-1]
-    created = project.runpytest(*args, *QUIET)
-    created.assert_outcomes(passed=1)
-    created.stdout.fnmatch_lines(["*my_model.h5 [[]my_model[]] generation 1: new snapshot*"])
-    project.runpytest(*check, *QUIET).assert_outcomes(passed=1)
+    printed = life.first_run()
+    assert life.last is not None
+    life.last.stdout.fnmatch_lines(["*no golden for 'my_model'*does not exist. Goldens are never created silently*"])
+    assert printed[:-1] == create[:-1]  # the README's step 2 is the printed command, with a real reason
+    life.approve(create[-1]).stdout.fnmatch_lines(["*my_model.h5 [[]my_model[]] generation 1: new snapshot*"])
+    assert check == first  # the README's step 3 is step 1 again
+    life.check()
 
 
 def test_readme_golden_flow_runs_verbatim(project: pytest.Pytester) -> None:

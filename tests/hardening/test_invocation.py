@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from pytest_trt.invocation import pasteable_nodeid, rootdir_moved_by
-from tests.conftest import needs_ort
 
 
 def test_pasteable_nodeid_is_relative_to_the_invocation_dir(tmp_path: Path) -> None:
@@ -47,7 +46,6 @@ def test_space_separated_cache_dir_that_moves_the_rootdir_is_warned(pytester: py
     fixed.stdout.no_fnmatch_line("*took part in choosing*")
 
 
-@needs_ort
 def test_missing_golden_command_pastes_from_a_subfolder(
     pytester: pytest.Pytester, models: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -68,6 +66,7 @@ def test_missing_golden_command_pastes_from_a_subfolder(
         """
     ), encoding="utf-8")
     monkeypatch.chdir(sub)
-    result = pytester.runpytest_subprocess("--trt-backend", "onnxruntime", "--trt-engine-build", "-p", "no:cacheprovider")
-    result.stdout.fnmatch_lines(["*no golden for 'cbr'*", "  pytest test_m.py::test_golden --trt-backend onnxruntime *"])
+    result = pytester.runpytest_subprocess("-p", "pytest_trt.testing.register_fake", "--trt-backend", "fake",
+                                           "--trt-engine-build", "-p", "no:cacheprovider")  # plumbing: the fake backend
+    result.stdout.fnmatch_lines(["*no golden for 'cbr'*", "  pytest test_m.py::test_golden --trt-backend fake *"])
     result.stdout.no_fnmatch_line("  pytest tests/test_m.py::test_golden*")
