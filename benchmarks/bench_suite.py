@@ -15,12 +15,19 @@ in fresh pytest processes:
   bytes from a copy of the cached ``engine.plan``, as a suite without the
   plugin would load prebuilt engines.
 
+Both sides run with Python's bytecode cache on (``PYTHONDONTWRITEBYTECODE`` removed from the
+children's environment), as an installed plugin runs: pip compiles a package on install and pytest
+caches its assertion-rewritten modules.  With the variable set (this sandbox sets it), every
+session recompiles the plugin's modules from source, which the side without the plugin never
+does; ``--no-bytecode-cache`` keeps the variable, to measure that case.
+
 Target: median(with) / median(without) <= 1.15.  The folder is removed at exit.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
 import statistics
@@ -80,13 +87,15 @@ def make_project(folder: Path) -> None:
 
 
 CPU: list[float] = []  # CPU seconds (user + system) of each pytest_run, in call order
+ENV = dict(os.environ)  # the children's environment (main() decides on the bytecode cache)
 
 
 def pytest_run(folder: Path, *args: str) -> float:
     """Wall seconds of one pytest process; its CPU seconds are appended to :data:`CPU`."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", *args], cwd=folder, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", *args], cwd=folder, capture_output=True, text=True,
+                          env=ENV)
     elapsed = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     CPU.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
@@ -99,7 +108,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--backend", default="tensorrt-rtx")
+    ap.add_argument("--no-bytecode-cache", action="store_true",
+                    help="keep PYTHONDONTWRITEBYTECODE from the environment (every session recompiles the plugin)")
     args = ap.parse_args()
+    if not args.no_bytecode_cache:
+        ENV.pop("PYTHONDONTWRITEBYTECODE", None)
+    print(f"bytecode cache: {'off (PYTHONDONTWRITEBYTECODE)' if ENV.get('PYTHONDONTWRITEBYTECODE') else 'on'}")
     with tempfile.TemporaryDirectory(prefix="bench_suite_") as tmp:
         folder = Path(tmp)
         make_project(folder)
