@@ -94,11 +94,24 @@ class BuildResult:
         lazy = self.__dict__.get("_lazy_log")
         return lazy[1] if lazy is not None else format_log(self.log)
 
+    def log_bytes(self) -> bytes:
+        """``build.log``'s bytes (UTF-8), made once: the cache entry and the bundle both write them."""
+        data = self.__dict__.get("_log_bytes")
+        if data is None:
+            data = self.__dict__["_log_bytes"] = self.log_text().encode("utf-8")
+        return data
+
     def _log_index(self) -> list[list[Any]]:
-        lazy = self.__dict__.get("_lazy_log")
-        if lazy is not None and "log" not in self.__dict__:
-            return [[s, float(t), int(n)] for s, t, n in lazy[2]]
-        return [[e.severity, e.time, e.text.count("\n") + 1] for e in self.log]
+        """build.json's ``log_index``, made once (the cache entry and the bundle both write it); a new list."""
+        index = self.__dict__.get("_log_index_rows")
+        if index is None:
+            lazy = self.__dict__.get("_lazy_log")
+            if lazy is not None and "log" not in self.__dict__:
+                index = tuple((s, float(t), int(n)) for s, t, n in lazy[2])
+            else:
+                index = tuple((e.severity, e.time, e.text.count("\n") + 1) for e in self.log)
+            self.__dict__["_log_index_rows"] = index
+        return [list(row) for row in index]
 
     def build_json(self) -> dict[str, Any]:
         return {
@@ -133,7 +146,7 @@ class BuildResult:
             (folder / ENGINE_FILE).write_bytes(self.engine)
             conf = {"pinned": self.config, "effective": self.effective_config}
             files = {
-                LOG_FILE: self.log_text().encode("utf-8"),
+                LOG_FILE: self.log_bytes(),
                 CONFIG_FILE: (json.dumps(conf, indent=2, sort_keys=True) + "\n").encode("utf-8"),
             }
             for name, data in files.items():
