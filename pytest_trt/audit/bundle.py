@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_trt.audit.archive import gzip_bytes, write_tar_gz
 from pytest_trt.audit.manifest import MANIFEST, render_manifest, sha256_hex
 from pytest_trt.audit.profiles import normalized_effective
 from pytest_trt.audit.sign import SIGNATURE, sign_manifest
@@ -137,6 +136,8 @@ def bundle_members(
     sign_key: Path | None = None,
 ) -> dict[str, bytes]:
     """Every member of the bundle for ``result``, name -> bytes, manifest and signature included."""
+    from pytest_trt.audit.archive import gzip_bytes  # with tarfile and gzip: not on a cache hit's path
+
     members: dict[str, bytes] = {}
     engine_sha = result.engine_sha256
     if include_engine:
@@ -303,6 +304,8 @@ def write_bundle(
     sink: list[_HashingWriter] = []
 
     def writer(fh: Any) -> None:
+        from pytest_trt.audit.archive import write_tar_gz
+
         hashing = _HashingWriter(fh)
         sink.append(hashing)
         write_tar_gz(members, hashing)  # type: ignore[arg-type]
