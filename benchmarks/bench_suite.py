@@ -1,6 +1,6 @@
 """A 50-test suite over 10 engine configs, from the engine cache, with and without pytest-trt (run by hand).
 
-    python benchmarks/bench_suite.py [--rounds 5]
+    python benchmarks/bench_suite.py [--rounds 5] [--no-bytecode-cache] [--compare CHECKOUT]
 
 A temporary project holds 10 MobileNetV2-style ONNX models (the example
 generator, seeds 0..9).  A first run with ``--trt-engine-build`` fills the
@@ -15,12 +15,23 @@ in fresh pytest processes:
   bytes from a copy of the cached ``engine.plan``, as a suite without the
   plugin would load prebuilt engines.
 
+Both sides run with Python's bytecode cache on (``PYTHONDONTWRITEBYTECODE`` removed from the
+children's environment), as an installed plugin runs: pip compiles a package on install and pytest
+caches its assertion-rewritten modules.  With the variable set (this sandbox sets it), every
+session recompiles the plugin's modules from source, which the side without the plugin never
+does; ``--no-bytecode-cache`` keeps the variable, to measure that case.
+
+``--compare CHECKOUT`` adds a third contender in the same rounds: the plugin imported from
+another checkout (for example ``git archive`` of the commit before a change), so a before/after
+pair is measured side by side rather than in two runs on a machine whose load changes.
+
 Target: median(with) / median(without) <= 1.15.  The folder is removed at exit.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
 import statistics
@@ -80,13 +91,15 @@ def make_project(folder: Path) -> None:
 
 
 CPU: list[float] = []  # CPU seconds (user + system) of each pytest_run, in call order
+ENV = dict(os.environ)  # the children's environment (main() decides on the bytecode cache)
 
 
-def pytest_run(folder: Path, *args: str) -> float:
+def pytest_run(folder: Path, *args: str, env: dict[str, str] | None = None) -> float:
     """Wall seconds of one pytest process; its CPU seconds are appended to :data:`CPU`."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", *args], cwd=folder, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", *args], cwd=folder, capture_output=True, text=True,
+                          env=ENV if env is None else env)
     elapsed = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     CPU.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
@@ -99,7 +112,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--backend", default="tensorrt-rtx")
+    ap.add_argument("--no-bytecode-cache", action="store_true",
+                    help="keep PYTHONDONTWRITEBYTECODE from the environment (every session recompiles the plugin)")
+    ap.add_argument("--compare", type=Path, metavar="CHECKOUT",
+                    help="a third contender: the same suite with the plugin imported from another checkout "
+                         "(PYTHONPATH=CHECKOUT), e.g. the commit before a change, timed in the same rounds")
     args = ap.parse_args()
+    if not args.no_bytecode_cache:
+        ENV.pop("PYTHONDONTWRITEBYTECODE", None)
+    print(f"bytecode cache: {'off (PYTHONDONTWRITEBYTECODE)' if ENV.get('PYTHONDONTWRITEBYTECODE') else 'on'}")
     with tempfile.TemporaryDirectory(prefix="bench_suite_") as tmp:
         folder = Path(tmp)
         make_project(folder)
@@ -111,12 +132,23 @@ def main() -> None:
         for i, plan in enumerate(sorted((folder / "with" / ".trt_cache").rglob("engine.plan"))):
             shutil.copyfile(plan, folder / "without" / "plans" / f"m{i}.plan")
         with_s, without_s, with_cpu, without_cpu = [], [], [], []
+        other_s, other_cpu = [], []
+        other_env = None if args.compare is None else {**ENV, "PYTHONPATH": str(args.compare.resolve())}
         for r in range(args.rounds):
             sides = [("with", lambda: pytest_run(folder / "with", f"--trt-backend={args.backend}")),
                      ("without", lambda: pytest_run(folder / "without", "-p", "no:trt"))]
-            for name, run in (sides if r % 2 == 0 else sides[::-1]):
-                (with_s if name == "with" else without_s).append(run())
-                (with_cpu if name == "with" else without_cpu).append(CPU[-1])
+            if other_env is not None:
+                sides.append(("other", lambda: pytest_run(folder / "with", f"--trt-backend={args.backend}",
+                                                          env=other_env)))
+            k = r % len(sides)
+            for name, run in sides[k:] + sides[:k]:  # each side goes first in turn
+                wall = run()
+                if name == "other":
+                    other_s.append(wall)
+                    other_cpu.append(CPU[-1])
+                else:
+                    (with_s if name == "with" else without_s).append(wall)
+                    (with_cpu if name == "with" else without_cpu).append(CPU[-1])
         a, b = statistics.median(with_s), statistics.median(without_s)
         ca, cb = statistics.median(with_cpu), statistics.median(without_cpu)
         n = CONFIGS * TESTS_PER_CONFIG
@@ -128,6 +160,10 @@ def main() -> None:
         # CPU time is what the plugin costs on a busy machine, where wall time also measures the neighbours
         print(f"CPU time (user + system): with {ca:.2f} s, without {cb:.2f} s: ratio {ca / cb:.3f}   target <= 1.15   "
               f"{'MET' if ca / cb <= 1.15 else 'NOT MET'}   (+{(ca - cb) / n * 1000:.1f} ms per test)")
+        if other_s:
+            oa, oc = statistics.median(other_s), statistics.median(other_cpu)
+            print(f"plugin from {args.compare}, same rounds: {oa:.2f} s, ratio {oa / b:.3f}; "
+                  f"CPU {oc:.2f} s, ratio {oc / cb:.3f}   (target <= 1.15)")
 
 
 if __name__ == "__main__":

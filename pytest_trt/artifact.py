@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 SEVERITIES = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE")
 ARTIFACT_SCHEMA = 1
@@ -77,8 +77,41 @@ class BuildResult:
     def engine_sha256(self) -> str:
         return hashlib.sha256(self.engine).hexdigest()
 
+    if not TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any attribute name
+
+        def __getattr__(self, name: str) -> Any:
+            # Reached only for a name missing from the instance: ``log`` of a result read from a
+            # verified cache entry, which keeps build.log as text until the entries are first used.
+            lazy = self.__dict__.get("_lazy_log") if name == "log" else None
+            if lazy is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            folder, text, index = lazy
+            log = split_log(folder, text, index)
+            self.__dict__["log"] = log
+            return log
+
     def log_text(self) -> str:
-        return format_log(self.log)
+        lazy = self.__dict__.get("_lazy_log")
+        return lazy[1] if lazy is not None else format_log(self.log)
+
+    def log_bytes(self) -> bytes:
+        """``build.log``'s bytes (UTF-8), made once: the cache entry and the bundle both write them."""
+        data = self.__dict__.get("_log_bytes")
+        if data is None:
+            data = self.__dict__["_log_bytes"] = self.log_text().encode("utf-8")
+        return data
+
+    def _log_index(self) -> list[list[Any]]:
+        """build.json's ``log_index``, made once (the cache entry and the bundle both write it); a new list."""
+        index = self.__dict__.get("_log_index_rows")
+        if index is None:
+            lazy = self.__dict__.get("_lazy_log")
+            if lazy is not None and "log" not in self.__dict__:
+                index = tuple((s, float(t), int(n)) for s, t, n in lazy[2])
+            else:
+                index = tuple((e.severity, e.time, e.text.count("\n") + 1) for e in self.log)
+            self.__dict__["_log_index_rows"] = index
+        return [list(row) for row in index]
 
     def build_json(self) -> dict[str, Any]:
         return {
@@ -94,7 +127,7 @@ class BuildResult:
             "device": self.device,
             "extra": self.extra,
             # per message: severity, seconds since start, number of lines in build.log
-            "log_index": [[e.severity, e.time, e.text.count("\n") + 1] for e in self.log],
+            "log_index": self._log_index(),
         }
 
     def write(self, folder: Path) -> dict[str, str]:
@@ -113,7 +146,7 @@ class BuildResult:
             (folder / ENGINE_FILE).write_bytes(self.engine)
             conf = {"pinned": self.config, "effective": self.effective_config}
             files = {
-                LOG_FILE: self.log_text().encode("utf-8"),
+                LOG_FILE: self.log_bytes(),
                 CONFIG_FILE: (json.dumps(conf, indent=2, sort_keys=True) + "\n").encode("utf-8"),
             }
             for name, data in files.items():
@@ -165,24 +198,17 @@ class BuildResult:
                 raise ValueError(f"{name} does not match its sha256")
         build = json.loads(raw[BUILD_FILE].decode("utf-8"))
         conf = json.loads(raw[CONFIG_FILE].decode("utf-8"))
-        lines = raw[LOG_FILE].decode("utf-8").split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        log: list[LogEntry] = []
-        pos = 0
-        for severity, t, count in build["log_index"]:
-            chunk = lines[pos : pos + count]
-            pos += count
-            prefix = f"[{severity}] "
-            if len(chunk) != count or not chunk[0].startswith(prefix):
-                raise ValueError(f"{folder / LOG_FILE}: does not match the log index in build.json")
-            log.append(LogEntry(severity, float(t), "\n".join([chunk[0][len(prefix) :], *chunk[1:]])))
-        if pos != len(lines):
-            raise ValueError(f"{folder / LOG_FILE}: has {len(lines) - pos} lines more than build.json lists")
+        text = raw[LOG_FILE].decode("utf-8")
+        index = build["log_index"]
+        # build.log verified against the digest write() recorded: it and build.json's index are what a
+        # build wrote, so splitting it into entries waits for the first use of ``log`` (a cache hit never
+        # needs them; a second read of the file would be needed to check it again anyway)
+        lazy = LOG_FILE in digests and BUILD_FILE in digests
+        log = () if lazy else split_log(folder, text, index)
         result = cls(
             backend=build["backend"],
             engine=engine,
-            log=tuple(log),
+            log=log,
             config=conf["pinned"],
             effective_config=conf["effective"],
             config_hash=build["config_hash"],
@@ -195,7 +221,29 @@ class BuildResult:
             backend_version=str(build.get("backend_version") or "")
             or legacy_backend_version(build["backend"], build["versions"]),
         )
+        if lazy:
+            del result.__dict__["log"]
+            result.__dict__["_lazy_log"] = (folder, text, index)
         return result, str(build["engine_sha256"])
+
+
+def split_log(folder: Path, text: str, index: list[list[Any]]) -> tuple[LogEntry, ...]:
+    """The entries of ``build.log`` (``text``) by build.json's ``log_index`` (ValueError if they disagree)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    log: list[LogEntry] = []
+    pos = 0
+    for severity, t, count in index:
+        chunk = lines[pos : pos + count]
+        pos += count
+        prefix = f"[{severity}] "
+        if len(chunk) != count or not chunk[0].startswith(prefix):
+            raise ValueError(f"{folder / LOG_FILE}: does not match the log index in build.json")
+        log.append(LogEntry(severity, float(t), "\n".join([chunk[0][len(prefix) :], *chunk[1:]])))
+    if pos != len(lines):
+        raise ValueError(f"{folder / LOG_FILE}: has {len(lines) - pos} lines more than build.json lists")
+    return tuple(log)
 
 
 def legacy_backend_version(backend: str, versions: dict[str, str]) -> str:

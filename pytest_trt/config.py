@@ -21,11 +21,6 @@ from pytest_trt.errors import ConfigError
 from pytest_trt.fileio import sha256_file
 from pytest_trt.units import parse_size
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
-
 #: Precisions a config may ask for.  ``typed`` means "take every precision from
 #: the ONNX model's types" (strongly typed networks: TensorRT-RTX, TensorRT 11).
 #: ``fp32`` means strict FP32: the TF32 flag TensorRT sets by default is cleared.
@@ -561,6 +556,11 @@ class BuildConfig:
         The file holds ``[configs.<name>]`` tables (or top-level ``[<name>]``
         tables); relative paths resolve against the TOML file's folder.
         """
+        if sys.version_info >= (3, 11):  # imported here: a pins file is rare, every session imports this module
+            import tomllib
+        else:  # pragma: no cover - exercised on 3.10 only
+            import tomli as tomllib
+
         path = Path(path)
         try:
             with open(path, "rb") as fh:

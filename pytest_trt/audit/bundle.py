@@ -27,12 +27,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_trt.audit.archive import gzip_bytes, write_tar_gz
 from pytest_trt.audit.manifest import MANIFEST, render_manifest, sha256_hex
 from pytest_trt.audit.profiles import normalized_effective
 from pytest_trt.audit.sign import SIGNATURE, sign_manifest
@@ -136,13 +136,15 @@ def bundle_members(
     sign_key: Path | None = None,
 ) -> dict[str, bytes]:
     """Every member of the bundle for ``result``, name -> bytes, manifest and signature included."""
+    from pytest_trt.audit.archive import gzip_bytes  # with tarfile and gzip: not on a cache hit's path
+
     members: dict[str, bytes] = {}
     engine_sha = result.engine_sha256
     if include_engine:
         members[ENGINE] = result.engine
     else:
         members[ENGINE_HASH] = f"{engine_sha}  {ENGINE}\n".encode("ascii")
-    members[LOG] = gzip_bytes(result.log_text().encode("utf-8"))
+    members[LOG] = gzip_bytes(result.log_bytes())
     members[BUILD] = canonical_json(
         {
             "bundle_schema": BUNDLE_SCHEMA,
@@ -206,20 +208,51 @@ def inputs_digest(
 
 
 class _HashingWriter:
-    """Passes writes through to a file while hashing them (one pass over a large engine)."""
+    """Passes writes through to a file and keeps them, to hash the file's bytes without reading it back.
+
+    The chunks are references (the engine's blocks are views of its bytes, nothing is copied);
+    :meth:`hash_in_background` hashes them on a thread while the caller fsyncs the file
+    (hashlib and fsync both release the GIL), which takes the bundle's sha256 off its critical path.
+    """
 
     def __init__(self, fh: Any) -> None:
         self.fh = fh
-        self.hash = hashlib.sha256()
+        self.chunks: list[bytes | memoryview] = []
         self.size = 0
+        self._digest: list[str] = []
+        self._thread: threading.Thread | None = None
 
-    def write(self, data: bytes) -> int:
-        self.hash.update(data)
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        # writable memory may be reused by its writer: keep a copy (a stored block's gathered tail);
+        # views of bytes (the engine's blocks) and bytes objects are immutable: kept as they are
+        if isinstance(data, bytes) or (isinstance(data, memoryview) and data.readonly):
+            self.chunks.append(data)
+        else:
+            self.chunks.append(bytes(data))
         self.size += len(data)
         return int(self.fh.write(data))
 
     def flush(self) -> None:
         self.fh.flush()
+
+    def _hash(self) -> None:
+        h = hashlib.sha256()
+        for chunk in self.chunks:
+            h.update(chunk)
+        self._digest.append(h.hexdigest())
+
+    def hash_in_background(self) -> None:
+        self._thread = threading.Thread(target=self._hash, name="pytest-trt-bundle-sha256")
+        self._thread.start()
+
+    def hexdigest(self) -> str:
+        """The sha256 of everything written (waits for the background hash, or hashes here)."""
+        if self._thread is not None:
+            self._thread.join()
+        if not self._digest:
+            self._hash()
+        self.chunks = []
+        return self._digest[0]
 
 
 def write_bundle(
@@ -271,13 +304,19 @@ def write_bundle(
     sink: list[_HashingWriter] = []
 
     def writer(fh: Any) -> None:
+        from pytest_trt.audit.archive import write_tar_gz
+
         hashing = _HashingWriter(fh)
         sink.append(hashing)
         write_tar_gz(members, hashing)  # type: ignore[arg-type]
+        hashing.hash_in_background()  # while write_atomic flushes and fsyncs
 
     # replacing a 0444 bundle is allowed: os.replace needs write permission on the folder, not the file
-    write_atomic(path, writer, mode=BUNDLE_FILE_MODE)
-    info = _info(path, sink[0].hash.hexdigest(), sink[0].size, result)
+    try:
+        write_atomic(path, writer, mode=BUNDLE_FILE_MODE)
+    finally:
+        file_sha256 = sink[0].hexdigest() if sink else ""  # joins the hashing thread whatever happened
+    info = _info(path, file_sha256, sink[0].size, result)
     sidecar.write_state(path, members_sha256=digest, sha256=info.sha256, size=info.size,
                         engine_sha256=info.engine_sha256, golden=golden, inputs_sha256=inputs_sha256)
     return info

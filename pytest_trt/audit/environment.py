@@ -66,7 +66,10 @@ def _packages() -> dict[str, tuple[str, ...]]:
     return {**{s.module: s.distributions for s in registry.specs()}, **_PACKAGES}
 
 
-def _dist_version(*names: str) -> str | None:
+def _dist_version(*names: str, installed: dict[str, str | None] | None = None) -> str | None:
+    """The version of the first of ``names`` installed (``installed``: :func:`installed_versions`, one pass)."""
+    if installed is not None:
+        return next((installed[key] for key in map(_canonical, names) if key in installed), None)
     for name in names:
         try:
             return metadata.version(name)
@@ -100,24 +103,44 @@ def _name_and_version(dist: metadata.Distribution) -> tuple[str | None, str | No
     return name, version
 
 
-def pip_freeze() -> list[str]:
-    """``name==version`` of every installed distribution, sorted; no paths (they name users)."""
-    seen: dict[str, str] = {}
+def installed_versions() -> dict[str, str | None]:
+    """Canonical name -> version of every installed distribution (the first on ``sys.path`` wins, as for
+    :func:`importlib.metadata.version`), in one pass: each ``metadata.version`` call walks the whole path."""
+    seen: dict[str, str | None] = {}
     for dist in metadata.distributions():
         name, version = _name_and_version(dist)
         if name:
-            seen.setdefault(_canonical(name), f"{_canonical(name)}=={version}")
-    return [seen[k] for k in sorted(seen)]
+            seen.setdefault(_canonical(name), version)
+    return seen
 
 
-def _run(*cmd: str, cwd: Path | None = None) -> str | None:
+def pip_freeze(installed: dict[str, str | None] | None = None) -> list[str]:
+    """``name==version`` of every installed distribution, sorted; no paths (they name users)."""
+    seen = installed_versions() if installed is None else installed
+    return [f"{k}=={seen[k]}" for k in sorted(seen)]
+
+
+def _start(*cmd: str) -> subprocess.Popen[str] | None:
+    """``cmd`` started (None when it cannot be); :func:`_finish` collects it, so several run at once."""
     if shutil.which(cmd[0]) is None:
         return None
     try:
-        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=_TIMEOUT_S, check=False)
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     except (OSError, subprocess.SubprocessError):
         return None
-    return proc.stdout if proc.returncode == 0 else None
+
+
+def _finish(proc: subprocess.Popen[str] | None) -> str | None:
+    """The standard output of a command :func:`_start` started, None if it failed or took too long."""
+    if proc is None:
+        return None
+    try:
+        out, _ = proc.communicate(timeout=_TIMEOUT_S)
+    except (OSError, subprocess.SubprocessError):
+        proc.kill()
+        proc.communicate()
+        return None
+    return out if proc.returncode == 0 else None
 
 
 def backend_versions(backend: str | None) -> dict[str, Any]:
@@ -142,15 +165,15 @@ def _gpus() -> list[dict[str, Any]]:
     ]
 
 
-def _cuda(gpus: list[dict[str, Any]]) -> dict[str, Any]:
+def _cuda(gpus: list[dict[str, Any]], installed: dict[str, str | None]) -> dict[str, Any]:
     probed = hostprobe.cuda_versions()
     runtime = probed.runtime or _dist_version("nvidia-cuda-runtime-cu13", "nvidia-cuda-runtime-cu12",
-                                              "nvidia-cuda-runtime")
+                                              "nvidia-cuda-runtime", installed=installed)
     return {
         "runtime": runtime,
         "driver_cuda": probed.driver_cuda,  # highest CUDA version the driver supports
         "driver": gpus[0]["driver_version"] if gpus else None,
-        "cudnn": _dist_version("nvidia-cudnn-cu13", "nvidia-cudnn-cu12", "nvidia-cudnn"),
+        "cudnn": _dist_version("nvidia-cudnn-cu13", "nvidia-cudnn-cu12", "nvidia-cudnn", installed=installed),
     }
 
 
@@ -179,12 +202,26 @@ def git_state(rootdir: Path | None) -> dict[str, Any]:
     Dirty means tracked files differ from the commit; untracked files are
     ignored, or writing the bundle folder itself would make the next run dirty.
     """
+    return _git_finish(_git_start(rootdir))
+
+
+_GitProbe = tuple["subprocess.Popen[str] | None", "subprocess.Popen[str] | None"]
+
+
+def _git_start(rootdir: Path | None) -> _GitProbe | None:
+    """Both git commands started at once (they run while the caller reads package metadata)."""
     if rootdir is None:
+        return None
+    return (_start("git", "-C", str(rootdir), "rev-parse", "--verify", "-q", "HEAD"),
+            _start("git", "-C", str(rootdir), "status", "--porcelain", "--untracked-files=no"))
+
+
+def _git_finish(probe: _GitProbe | None) -> dict[str, Any]:
+    if probe is None:
         return {"commit": None, "dirty": None}
-    commit = _run("git", "-C", str(rootdir), "rev-parse", "--verify", "-q", "HEAD")
+    commit, status = _finish(probe[0]), _finish(probe[1])
     if commit is None:
         return {"commit": None, "dirty": None}
-    status = _run("git", "-C", str(rootdir), "status", "--porcelain", "--untracked-files=no")
     return {"commit": commit.strip(), "dirty": None if status is None else bool(status.strip())}
 
 
@@ -192,20 +229,22 @@ def capture_environment(
     *, backend: str | None = None, rootdir: Path | None = None, include_hostname: bool = False
 ) -> dict[str, Any]:
     """Everything :mod:`pytest_trt.audit.environment` promises, as a JSON-able dict."""
+    git = _git_start(rootdir)
+    installed = installed_versions()
     gpus = _gpus()
     env = {name: os.environ[name] for name in ENV_ALLOWLIST if name in os.environ}
     data: dict[str, Any] = {
         "schema": ENVIRONMENT_SCHEMA,
         "backend": backend_versions(backend),
-        "packages": {key: _dist_version(*names) for key, names in sorted(_packages().items())},
+        "packages": {key: _dist_version(*names, installed=installed) for key, names in sorted(_packages().items())},
         "python": {"version": platform.python_version(), "implementation": platform.python_implementation()},
-        "cuda": _cuda(gpus),
+        "cuda": _cuda(gpus, installed),
         "gpus": gpus,
         "cpu": _cpu(),
         "os": _os(),
-        "git": git_state(rootdir),
+        "git": _git_finish(git),
         "env": env,
-        "pip_freeze": pip_freeze(),
+        "pip_freeze": pip_freeze(installed),
     }
     if include_hostname:
         data["hostname"] = socket.gethostname()

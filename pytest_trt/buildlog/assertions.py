@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UnknownNodeError
 from .events import event_groups, uses_events
-from .listings import canonical_dtype
 from .record import BuildRecord, Layer
 from .registry import Subject, record_assertion, subject_label
 
@@ -168,6 +167,9 @@ def assert_precision(record: BuildRecord, node: str, dtype: str, **on: Unpack[Su
     ``dtype`` in any usual spelling: "fp16"/"half"/"Half", "fp32"/"float", "bf16", "int8", "fp8" ...
     """
     __tracebackhide__ = True
+    # imported here: the listing readers compile the log dialects' patterns, which a cache hit never needs
+    from .listings import canonical_dtype
+
     label = subject_label(on)
     want = canonical_dtype(dtype)
     if want is None:

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import CalibrationCacheError, LogParseError
-from .dialects import version_from_tag
 
 _HEADER_RE = re.compile(r"TRT-(?P<tag>\d{4,6})-(?P<algo>\w+)$")
 
@@ -78,6 +77,8 @@ def parse_calibration_cache(text: str, *, strict: bool = False, path: str = "<ca
             continue
         raw[key] = value.strip()
         scales[key] = scale
+    from .dialects import version_from_tag  # here: the dialect patterns are compiled only when a cache is read
+
     return CalibrationCache(
         header=header,
         version_tag=m["tag"] if m else None,

@@ -108,3 +108,19 @@ def test_rewrite_replaces_atomically(tmp_path, mnv2, record_of, environment):
 
     assert sorted(p.name for p in Path(tmp_path).iterdir()) == sorted([first.path.name,
                                                                        sidecar_path(first.path).name])
+
+
+def test_reported_sha256_and_size_are_the_file_on_disk(tmp_path, mnv2, record_of, environment):
+    """The bundle's sha256 is hashed from the written chunks (on a thread, during fsync): it must be the file's."""
+    import hashlib
+
+    info = write_bundle(mnv2, tmp_path / "b", record=record_of(mnv2), environment=environment)
+    data = info.path.read_bytes()
+    assert (info.sha256, info.size) == (hashlib.sha256(data).hexdigest(), len(data))
+    assert len(data) > len(mnv2.engine)  # positive control: the engine is in it
+    # and the log member and the cache entry's build.log both hold the log's bytes (made once, shared),
+    # spelled independently: "[SEVERITY] " before each message's first line, continuation lines as they are
+    expected = "".join(f"[{e.severity}] {e.text}\n" for e in mnv2.log).encode("utf-8")
+    entry = tmp_path / "entry"
+    mnv2.write(entry)
+    assert gzip.decompress(read_members(info.path)["build.log.gz"]) == (entry / "build.log").read_bytes() == expected

@@ -106,3 +106,24 @@ def test_pip_freeze_equals_the_metadata_parser_and_reads_a_made_up_distribution(
     freeze = pip_freeze()
     assert freeze == [expected[k] for k in sorted(expected)]
     assert "made-up-pkg==3.1.dev2" in freeze
+
+
+def test_package_versions_from_the_one_metadata_pass_equal_importlib_metadata():
+    """``packages`` and the CUDA wheel versions come from one pass over the installed distributions; each
+    equals what importlib.metadata.version finds for the first of its names (an independent lookup)."""
+    from importlib import metadata
+
+    from pytest_trt.audit.environment import _packages
+
+    def version(*names: str) -> str | None:
+        for name in names:
+            try:
+                return metadata.version(name)
+            except metadata.PackageNotFoundError:
+                continue
+        return None
+
+    env = capture_environment(rootdir=None)
+    assert env["packages"] == {key: version(*names) for key, names in _packages().items()}
+    assert env["packages"]["pytest"] == metadata.version("pytest")  # positive control: found at all
+    assert env["cuda"]["cudnn"] == version("nvidia-cudnn-cu13", "nvidia-cudnn-cu12", "nvidia-cudnn")

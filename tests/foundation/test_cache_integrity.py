@@ -3,6 +3,7 @@ a log edited but still well-formed, and an entry copied under another key."""
 
 from __future__ import annotations
 
+import pickle
 import shutil
 
 import pytest
@@ -43,3 +44,21 @@ def test_an_entry_copied_under_another_key_is_refused(tmp_path, result):
     shutil.copytree(folder, other)
     with pytest.raises(CacheCorrupt, match=r"is corrupt \(entry.json names another key\)"):
         cache.load(KEY_B)
+
+
+def test_a_cache_hit_keeps_the_log_as_text_until_used_and_then_gives_every_entry(tmp_path, result):
+    cache = EngineCache(tmp_path)
+    folder = cache.store(KEY_A, result)
+    loaded = cache.load(KEY_A)
+    assert loaded is not None
+    assert "log" not in loaded.__dict__  # not split on the hit
+    # what the lazy result serves before its entries exist equals what the built result wrote
+    assert loaded.log_text() == (folder / "build.log").read_text(encoding="utf-8") == result.log_text()
+    assert loaded.build_json() == result.build_json()
+    # first use fills it: every entry, as built (a separate count from the file: one [SEVERITY] per entry)
+    assert len(loaded.log) == (folder / "build.log").read_text(encoding="utf-8").count("\n[") + 1
+    assert loaded.log == result.log and loaded == result
+    assert loaded.log is loaded.log  # split once
+    assert pickle.loads(pickle.dumps(loaded)).log == result.log
+    with pytest.raises(AttributeError, match="no attribute 'lgo'"):
+        loaded.lgo  # noqa: B018  (other names are not served by the lazy log)
