@@ -211,3 +211,7 @@ class CommandInputError(Exception):
 
 class CommandUsageError(Exception):
     """Arguments of a ``pytest-trt`` command that cannot work together; the message is the one line shown (exit 2)."""
+
+
+class GoldenStructureWarning(UserWarning):
+    """A golden check's engine structure differs from the golden's and the test asked for ``structure="warn"``."""

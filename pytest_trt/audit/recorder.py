@@ -61,6 +61,9 @@ class BundleRecorder:
     _names: dict[str, str] = field(default_factory=dict)  # bundle path -> config hash
     _bundled_tests: dict[str, set[str]] = field(default_factory=dict)  # engine key -> tests in golden.json
     _digests: dict[str, str] = field(default_factory=dict)  # environment and sign key digests, once per session
+    #: bundles of engines built in this session, whose sidecar gets the inputs digest once the cache entry is
+    #: complete (:meth:`settle`): bundle path -> (engine, calibration cache, Q/DQ model sha256)
+    _unsettled: dict[str, tuple[Engine, bytes | None, object]] = field(default_factory=dict)
 
     @property
     def environment(self) -> dict[str, Any]:
@@ -163,6 +166,8 @@ class BundleRecorder:
                     reuse=True,  # an identical bundle (sidecar: same inputs, else same manifest) is not rewritten
                     inputs_sha256=self._inputs_sha256(engine, path, merged, calibration_cache, qdq),
                 )
+            if not engine.cached:
+                self._unsettled[str(path)] = (engine, calibration_cache, qdq)
         self.written[key] = info
         self._bundled_tests[key] = set(golden)
         return info
@@ -187,11 +192,42 @@ class BundleRecorder:
         return BundleInfo(path=path, sha256=state.sha256, size=state.size, config_hash=result.config_hash,
                           engine_sha256=result.engine_sha256, backend_version=backend_version(result))
 
+    def settle(self) -> int:
+        """Give the bundles of this session's fresh builds their inputs digest; return how many got one.
+
+        Call once every cache entry of the session is on disk (after ``EngineProvider.flush``).  A bundle
+        written from a fresh build cannot name its cache entry while the entry is being written, so its
+        sidecar has no inputs digest; without this, the next session's first cache hit would rebuild the
+        bundle's content to compare manifests.  Only a sidecar that still describes the bundle this session
+        wrote is completed; anything else is left to the next session's full check.
+        """
+        from pytest_trt.audit import sidecar
+
+        done = 0
+        for name, (engine, calibration_cache, qdq) in sorted(self._unsettled.items()):
+            path = Path(name)
+            written = next((i for i in self.written.values() if i.path == path), None)
+            state = sidecar.read_state(path)
+            if written is None or state is None or state.sha256 != written.sha256 or state.inputs_sha256 is not None:
+                continue
+            digest = self._inputs_sha256(engine, path, dict(state.golden or {}), calibration_cache, qdq,
+                                         settled=True)
+            if digest is None:
+                continue
+            try:
+                sidecar.write_state(path, members_sha256=state.members_sha256, sha256=state.sha256, size=state.size,
+                                    engine_sha256=state.engine_sha256, golden=state.golden, inputs_sha256=digest)
+            except OSError:
+                continue  # the sidecar is a cache of facts: without it the next session verifies the bundle
+            done += 1
+        self._unsettled.clear()
+        return done
+
     def _inputs_sha256(self, engine: Engine, path: Path, golden: dict[str, Any], calibration_cache: bytes | None,
-                       qdq: object) -> str | None:
+                       qdq: object, *, settled: bool = False) -> str | None:
         from pytest_trt.audit.bundle import canonical_json, inputs_digest
 
-        identity = _result_identity(engine)
+        identity = _result_identity(engine, settled=settled)
         if identity is None:
             return None
         if not self._digests:
@@ -234,17 +270,18 @@ def _calibration_cache(engine: Engine) -> bytes | None:
     return None
 
 
-def _result_identity(engine: Engine) -> str | None:
+def _result_identity(engine: Engine, *, settled: bool = False) -> str | None:
     """The digest of the engine cache entry's file hashes, which name the cached result's exact content.
 
-    None for a fresh build (its entry may still be being written): its bundle is compared by manifest.
-    The entry was checked against these hashes when it was loaded.
+    None for a fresh build (its entry may still be being written) unless ``settled`` (the session's cache
+    writes are finished): its bundle is compared by manifest.  A cached entry was checked against these
+    hashes when it was loaded; a settled fresh one was written from the result in memory.
     """
     import json
 
     from pytest_trt.cache import ENTRY_FILE
 
-    if not engine.cached or engine.artifact_dir is None:
+    if (not engine.cached and not settled) or engine.artifact_dir is None:
         return None
     try:
         entry = json.loads((engine.artifact_dir / ENTRY_FILE).read_text(encoding="utf-8"))

@@ -17,7 +17,7 @@ import numpy as np
 from pytest_trt.compare.render import render_deltas, render_regression
 from pytest_trt.compare.thresholds import ThresholdSet
 from pytest_trt.compare.verdict import OutputMetrics, Verdict
-from pytest_trt.errors import GoldenRegression, GoldenTainted
+from pytest_trt.errors import GoldenRegression, GoldenStructureWarning, GoldenTainted
 from pytest_trt.golden.approvals import Approval
 from pytest_trt.golden.provenance import ProvenancePolicy
 
@@ -48,10 +48,6 @@ class EngineLike(Protocol):
     def backend_name(self) -> str: ...
 
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]: ...
-
-
-class GoldenStructureWarning(UserWarning):
-    """The engine's structure changed and the test asked for ``structure="warn"``."""
 
 
 @dataclass(frozen=True)

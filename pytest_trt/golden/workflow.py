@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from pytest_trt.compare.render import update_command
-from pytest_trt.errors import EngineNotRunnable, GoldenError, GoldenRegression
+from pytest_trt.errors import EngineNotRunnable, GoldenError, GoldenRegression, GoldenStructureWarning
 from pytest_trt.golden import structure
 from pytest_trt.golden.dataset import GoldenDataset
 from pytest_trt.golden.results import (
@@ -27,7 +27,6 @@ from pytest_trt.golden.results import (
     Classifier,
     EngineLike,
     GoldenSettings,
-    GoldenStructureWarning,
     UpdateResult,
 )
 

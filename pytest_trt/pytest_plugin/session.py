@@ -268,6 +268,8 @@ class TrtSession:
             if provider.engines:
                 for engine in provider.engines:  # engines no test listed (session fixtures, trt_build in conftest)
                     self.recorder.audit(engine, [])
+            if self._recorder is not None:
+                self._recorder.settle()  # fresh builds' bundles: the next session's hit keeps them unread
         workeroutput = getattr(self.config, "workeroutput", None)
         if workeroutput is not None:  # pytest-xdist worker: one document to the controller
             self.own_output().send(workeroutput)

@@ -155,3 +155,43 @@ def test_a_tampered_or_missing_bundle_is_rewritten_and_verifies(tmp_path: Path, 
         assert len(recorder.failures) == 1 and "failed verification" in recorder.failures[0]
     else:
         assert recorder.failures == []
+
+
+def test_a_fresh_build_settled_at_session_end_needs_no_content_on_the_next_hit(
+        tmp_path: Path, mnv2: Any, record_of: Any, environment: dict[str, Any],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_trt.cache import EngineCache
+
+    entry = EngineCache(tmp_path / "cache").store("cd" * 32, mnv2)
+    fresh = _Engine(mnv2, record_of(mnv2), entry)
+    fresh.cached = False  # as the provider hands out a just-built engine: its entry was being written
+    recorder = BundleRecorder(_settings(tmp_path / "b"), _environment=environment)
+    info = recorder.bundle(fresh)  # type: ignore[arg-type]
+    state = sidecar.read_state(info.path)
+    assert state is not None and state.inputs_sha256 is None  # unknown while the entry may be incomplete
+    mtime = os.stat(info.path).st_mtime_ns
+    assert recorder.settle() == 1  # the session's cache writes are done: the entry names the result
+    state = sidecar.read_state(info.path)
+    assert state is not None and state.inputs_sha256 is not None and state.sha256 == info.sha256
+    assert recorder.settle() == 0  # once
+
+    monkeypatch.setattr("pytest_trt.audit.bundle.bundle_members", _no_content)
+    monkeypatch.setattr("pytest_trt.audit.verify.verify_bundle", _no_content)
+    hit = _Engine(mnv2, record_of(mnv2), entry)
+    again = BundleRecorder(_settings(tmp_path / "b"), _environment=environment).bundle(hit)  # type: ignore[arg-type]
+    assert again.sha256 == info.sha256 and os.stat(info.path).st_mtime_ns == mtime
+
+
+def test_settle_leaves_a_bundle_changed_since_it_was_written(tmp_path: Path, mnv2: Any, record_of: Any,
+                                                             environment: dict[str, Any]) -> None:
+    from pytest_trt.cache import EngineCache
+
+    fresh = _Engine(mnv2, record_of(mnv2), EngineCache(tmp_path / "cache").store("ef" * 32, mnv2))
+    fresh.cached = False
+    recorder = BundleRecorder(_settings(tmp_path / "b"), _environment=environment)
+    info = recorder.bundle(fresh)  # type: ignore[arg-type]
+    os.chmod(info.path, 0o644)
+    with open(info.path, "ab") as fh:
+        fh.write(b"\0")  # edited after the write: its sidecar no longer describes it
+    assert recorder.settle() == 0
+    assert sidecar.read_state(info.path) is None
