@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -28,7 +28,7 @@ from pytest_trt.backends import registry
 #: what a value is: a switch (store_true), free text, a path, one of ``choices``, or a list of words (ini only)
 Kind = Literal["bool", "text", "path", "choice", "args"]
 
-#: the backends a user may name, from the backend registry (pytest_trt.backends.registry)
+#: the backends a user may name when this module loads (the option itself reads the registry when declared)
 BACKEND_CHOICES = registry.choices()
 #: the golden provenance policies (pytest_trt.golden.provenance.POLICY_MODES; a test keeps them equal)
 PROVENANCE_CHOICES = ("compare", "fail")
@@ -52,6 +52,13 @@ class Option:
     choices: tuple[str, ...] = ()
     repeat: bool = False
     ini_help: str | None = None
+    #: choices read when the option is declared or checked, not when this module loads (the backend
+    #: registry: a plugin loaded with ``-p`` may add a backend after pytest-trt was imported)
+    choices_of: Callable[[], tuple[str, ...]] | None = None
+
+    def current_choices(self) -> tuple[str, ...]:
+        """The allowed values now (empty: any value)."""
+        return self.choices_of() if self.choices_of is not None else self.choices
 
     @property
     def dest(self) -> str:
@@ -91,6 +98,7 @@ ENGINE_BUILD_OPT = _opt("--trt-engine-build", "trt_engine_build", "bool", False,
                            ini_help="build missing engines as with --trt-engine-build")
 BACKEND_OPT = _opt("--trt-backend", "trt_backend", "choice", "auto",
                       registry.backend_help(), metavar="NAME", choices=BACKEND_CHOICES, repeat=True,
+                      choices_of=registry.choices,
                       ini_help=registry.ini_help())
 REBUILD_OPT = _opt("--trt-rebuild", None, "bool", False,
                       "ignore engine-cache hits and build again (needs --trt-engine-build)")
@@ -229,8 +237,8 @@ def add_to_pytest(parser: Any, options: Iterable[Option] = OPTIONS) -> None:
                 kwargs["default"] = None
                 if option.metavar:
                     kwargs["metavar"] = option.metavar
-                if option.choices:
-                    kwargs["choices"] = option.choices
+                if option.current_choices():
+                    kwargs["choices"] = option.current_choices()
             group.addoption(option.flag, **kwargs)
         if option.ini is not None:
             ini_type = {"bool": "bool", "args": "args"}.get(option.kind, "string")
@@ -310,8 +318,8 @@ def add_argument(parser: Any, option: Option, *flags: str, help: str | None = No
     else:
         if option.metavar:
             kw["metavar"] = option.metavar
-        if option.choices:
-            kw["choices"] = option.choices
+        if option.current_choices():
+            kw["choices"] = option.current_choices()
         if option.kind == "path":
             kw["type"] = Path
     kw.update(kwargs)
@@ -330,11 +338,12 @@ class Options:
     @classmethod
     def from_pytest(cls, config: Any) -> Options:
         backend = str(value(config, BACKEND_OPT) or "auto")
-        if backend not in BACKEND_CHOICES:
+        choices = BACKEND_OPT.current_choices()
+        if backend not in choices:
             import pytest
 
             raise pytest.UsageError(
-                f"{INI_BACKEND} = {backend!r} is not a backend; choose one of {', '.join(BACKEND_CHOICES)}"
+                f"{INI_BACKEND} = {backend!r} is not a backend; choose one of {', '.join(choices)}"
             )
         cache_dir = path(config, CACHE_DIR_OPT)
         assert cache_dir is not None  # it has a default

@@ -55,7 +55,8 @@ def test_paths_follow_one_rule_and_the_printed_command_pastes_where_pytest_ran(
     # the bundle folder from the ini: under the rootdir, wherever pytest ran
     assert list((project / "audit" / "bundles").glob("*.tar.gz")) and not (sub / "audit").exists()
     assert str(project / "goldens" / "cbr.h5") in first.stdout
-    [command] = [line.strip() for line in first.stdout.splitlines() if line.strip().startswith("pytest test_m.py")]
+    # one command, printed in the failure and, with CI=true (untruncated summaries), in the summary too
+    [command] = {line.strip() for line in first.stdout.splitlines() if line.strip().startswith("pytest test_m.py")}
     words = shlex.split(command)
     assert words[:2] == ["pytest", "test_m.py::test_golden"]
     assert "--trt-golden-dir=../goldens" in words and "--trt-cache-dir=cache" in words
@@ -130,3 +131,20 @@ def test_catalog_cli_reads_the_table() -> None:
     args = build_parser().parse_args(["catalog", "push", "--uri", "http://h:1"])
     assert args.db == Path(opt.DEFAULT_BUNDLE_DIR) / "catalog.sqlite" and args.register is False
     assert textwrap.dedent(opt.MLFLOW_URI_OPT.metavar or "") == "URI"
+
+
+def test_backend_choices_are_read_from_the_registry_when_declared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A backend registered after pytest-trt was imported (a ``-p`` plugin) is a valid --trt-backend."""
+    import argparse
+
+    from pytest_trt import options as opt
+    from pytest_trt.backends import registry
+
+    monkeypatch.setattr(registry, "_SPECS", dict(registry._SPECS))
+    assert "late-toy" not in opt.BACKEND_OPT.current_choices()
+    registry.register(registry.BackendSpec(name="late-toy", module="json", distributions=("pytest",), extra="x",
+                                           slug="lt", auto_rank=98, factory="json:loads", title="toy"))
+    assert opt.BACKEND_OPT.current_choices()[-1] == "late-toy"
+    parser = argparse.ArgumentParser()
+    opt.add_argument(parser, opt.BACKEND_OPT)
+    assert parser.parse_args(["--trt-backend", "late-toy"]).trt_backend == "late-toy"
