@@ -28,8 +28,6 @@ from pytest_trt.backends import registry
 #: what a value is: a switch (store_true), free text, a path, one of ``choices``, or a list of words (ini only)
 Kind = Literal["bool", "text", "path", "choice", "args"]
 
-#: the backends a user may name when this module loads (the option itself reads the registry when declared)
-BACKEND_CHOICES = registry.choices()
 #: the golden provenance policies (pytest_trt.golden.provenance.POLICY_MODES; a test keeps them equal)
 PROVENANCE_CHOICES = ("compare", "fail")
 
@@ -97,7 +95,7 @@ ENGINE_BUILD_OPT = _opt("--trt-engine-build", "trt_engine_build", "bool", False,
                            "build engines that are not in the cache (default: skip tests whose engine is not cached)",
                            ini_help="build missing engines as with --trt-engine-build")
 BACKEND_OPT = _opt("--trt-backend", "trt_backend", "choice", "auto",
-                      registry.backend_help(), metavar="NAME", choices=BACKEND_CHOICES, repeat=True,
+                      registry.backend_help(), metavar="NAME", repeat=True,
                       choices_of=registry.choices,
                       ini_help=registry.ini_help())
 REBUILD_OPT = _opt("--trt-rebuild", None, "bool", False,

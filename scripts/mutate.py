@@ -197,9 +197,10 @@ MUTANTS = (
            "a fresh build's bundle never learns its inputs digest: every next session rebuilds its content"),
     Mutant("backend-choices-frozen", "pytest_trt/options.py",
            "        return self.choices_of() if self.choices_of is not None else self.choices",
-           "        return self.choices",
+           "        return Option.current_choices.__dict__.setdefault(\n"
+           "            self.flag, self.choices_of() if self.choices_of is not None else self.choices)",
            ("tests/foundation/test_options.py", "tests/backends/test_registry.py"),
-           "a backend registered by a -p plugin is refused by --trt-backend"),
+           "the choices are read once: a backend registered by a -p plugin later is refused by --trt-backend"),
 )
 
 

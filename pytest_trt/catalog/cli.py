@@ -255,7 +255,7 @@ def add_catalog_commands(groups: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(func=cmd_add)
     p = sub.add_parser("query", parents=parents, help="bundles matching every filter given")
     p.add_argument("--config", help="config name (glob allowed)")
-    p.add_argument("--backend", help=" or ".join(c for c in opt.BACKEND_CHOICES if c != "auto"))
+    p.add_argument("--backend", help=" or ".join(c for c in opt.BACKEND_OPT.current_choices() if c != "auto"))
     p.add_argument("--backend-version", metavar="VERSION", help="e.g. 8.6.* or 8.6 (that version and below it)")
     p.add_argument("--device", help="text in the device name, any case (A100, H200, cpu)")
     p.add_argument("--calibration", metavar="ALGORITHM", help="INT8 calibration algorithm (minmax, entropy2, ...)")
