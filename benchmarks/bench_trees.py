@@ -34,9 +34,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 SUITE = """
-import numpy as np
 import pytest
-from pytest_trt import BuildConfig, GoldenDataset, Profile
+from pytest_trt import BuildConfig, Profile
 
 HERE = __file__.rsplit("/", 1)[0]
 SMALL = BuildConfig(name="example_mnv2", onnx=HERE + "/small.onnx",

@@ -38,3 +38,24 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from examples.models import write_all
 
     return write_all(tmp_path_factory.mktemp("models"))
+
+
+def install_fake_nvidia_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> Path:
+    """Put an executable ``nvidia-smi`` running ``script`` (sh) first on PATH, inherited by subprocesses.
+
+    CUDA_VISIBLE_DEVICES is unset and the host probe's memo cleared, so the next probe runs the fake;
+    clear it again (``hostprobe.clear()``) after the test.
+    """
+    import os
+    import stat
+
+    from pytest_trt import hostprobe
+
+    exe = tmp_path / "bin" / "nvidia-smi"
+    exe.parent.mkdir()
+    exe.write_text("#!/bin/sh\n" + script)
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    hostprobe.clear()
+    return exe

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import stat
-
 import pytest
 
 from pytest_trt import devices as dev
 from pytest_trt import hostprobe as device
 from pytest_trt.options import DEVICES
+from tests.conftest import install_fake_nvidia_smi
 
 #: what a fake nvidia-smi prints for --query-gpu=index,name,compute_cap,memory.total,driver_version,uuid
 SMI_LINES = ["0, NVIDIA A100-SXM4-80GB, 8.0, 81920, 580.10, GPU-aaaa1111", "1, NVIDIA H100 80GB HBM3, 9.0, 81559, 580.10, GPU-bbbb2222"]
@@ -18,13 +16,7 @@ SMI_LINES = ["0, NVIDIA A100-SXM4-80GB, 8.0, 81920, 580.10, GPU-aaaa1111", "1, N
 @pytest.fixture
 def fake_smi(tmp_path, monkeypatch):
     """A fake nvidia-smi first on PATH listing an A100 (0) and an H100 (1); inherited by subprocesses."""
-    exe = tmp_path / "bin" / "nvidia-smi"
-    exe.parent.mkdir()
-    exe.write_text("#!/bin/sh\n" + "".join(f"echo '{line}'\n" for line in SMI_LINES))
-    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PATH", f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    device.clear()
+    exe = install_fake_nvidia_smi(tmp_path, monkeypatch, "".join(f"echo '{line}'\n" for line in SMI_LINES))
     yield exe
     device.clear()
 

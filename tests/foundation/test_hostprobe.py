@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import platform
 import re
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 
 from pytest_trt import hostprobe
 from pytest_trt.audit.environment import capture_environment
+from tests.conftest import install_fake_nvidia_smi
 
 QUERY_LINES = [
     "0, NVIDIA A100-SXM4-80GB, 8.0, 81920, 580.10, GPU-aaaa1111, 00000000:07:00.0",
@@ -26,19 +26,13 @@ BANNER = "| NVIDIA-SMI 580.10    Driver Version: 580.10    CUDA Version: 13.0 |"
 def fake_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A fake nvidia-smi first on PATH; every call appends its first argument to calls.txt."""
     calls = tmp_path / "calls.txt"
-    exe = tmp_path / "bin" / "nvidia-smi"
-    exe.parent.mkdir()
-    exe.write_text(
-        "#!/bin/sh\n"
+    install_fake_nvidia_smi(
+        tmp_path, monkeypatch,
         f"echo \"${{1:-banner}}\" >> {calls}\n"
         'case "$1" in --query-gpu=*) '
         + "".join(f"echo '{line}'; " for line in QUERY_LINES)
-        + f";; *) echo '{BANNER}';; esac\n"
+        + f";; *) echo '{BANNER}';; esac\n",
     )
-    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setenv("PATH", f"{exe.parent}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    hostprobe.clear()
     yield calls
     hostprobe.clear()
 
