@@ -152,6 +152,7 @@ class EngineProvider:
                 if log:
                     exc.log_path = self.cache.save_failure(config.name, key, format_log(log))
                 raise
+            result.start_engine_digest()  # hashed on a thread from now (a no-op when the backend started it)
             # The test goes on with the engine in memory while a thread writes the cache entry;
             # the key's lock is held until the entry is complete, so other workers wait for it.
             writer = threading.Thread(target=self._store, args=(key, result, lock), name=f"pytest-trt-cache-{key[:8]}")

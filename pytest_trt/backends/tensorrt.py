@@ -188,7 +188,11 @@ class TensorRTBackend:
             except BaseException:
                 logger.stop()
                 raise
-            return dataclasses.replace(result, log=tuple(logger.stop()))
+            # the engine's sha256 starts on a thread now, while the captured messages are converted
+            result.start_engine_digest()
+            final = dataclasses.replace(result, log=tuple(logger.stop()))
+            final.start_engine_digest(result.pending_engine_digest())
+            return final
 
     def _build_locked(self, config: BuildConfig, request: BuildRequest, logger: Any, onnx_sha: str) -> BuildResult:
         from pytest_trt.backends.trt_apply import apply_config, check_network_inputs, read_back

@@ -74,12 +74,13 @@ def _make_logger_class(trt: ModuleType) -> type:
             names: dict[int, str] = {}
             out = []
             start = self._start
+            make = tuple.__new__  # LogEntry's own __new__ without its argument parsing (a NamedTuple)
             for severity, t, text in raw or ():
                 code = int(severity)  # faster than hashing the enum object
                 name = names.get(code)
                 if name is None:
                     name = names[code] = severity_name(severity)
-                out.append(LogEntry(name, t - start, text if isinstance(text, str) else _text(text)))
+                out.append(make(LogEntry, (name, t - start, text if type(text) is str else _text(text))))
             return out
 
         def errors_so_far(self) -> list[str]:

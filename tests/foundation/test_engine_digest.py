@@ -1,0 +1,69 @@
+"""The engine's sha256 is started on a thread when a build returns and handed on; build.log's layout.
+
+Issue #14: the 14.7 MB engine's sha256 (~7 ms) is taken off the cache write's critical path by
+starting it the moment ``build_serialized_network`` returns; the log is formatted without splitting
+every message.  These tests pin what those changes must keep: the digest is the engine's sha256
+(checked with hashlib, independently), it reaches the result the backend returns, and build.log's
+bytes are the documented layout.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from pytest_trt.artifact import EngineDigest, LogEntry, format_log, split_log
+
+ENTRIES = (
+    LogEntry("INFO", 0.0, "one"),
+    LogEntry("VERBOSE", 0.25, "two\n  continued\n  and again"),
+    LogEntry("WARNING", 0.5, ""),
+    LogEntry("ERROR", 0.75, "ends with a newline\n"),
+    LogEntry("VERBOSE", 1.0, "[ONNX Layer: conv_dw][ONNX Layer: relu6]"),
+)
+#: written out by hand: "[SEVERITY] " opens a message, its continuation lines are unprefixed
+EXPECTED = (
+    "[INFO] one\n"
+    "[VERBOSE] two\n  continued\n  and again\n"
+    "[WARNING] \n"
+    "[ERROR] ends with a newline\n\n"
+    "[VERBOSE] [ONNX Layer: conv_dw][ONNX Layer: relu6]\n"
+)
+
+
+def test_build_log_layout_is_one_prefix_per_message() -> None:
+    assert format_log(ENTRIES) == EXPECTED
+    assert format_log(iter(ENTRIES)) == EXPECTED  # any iterable, read once
+    assert format_log(()) == ""
+
+
+def test_build_log_reads_back_into_the_same_entries(tmp_path: Path) -> None:
+    index = [[e.severity, e.time, e.text.count("\n") + 1] for e in ENTRIES]
+    assert split_log(tmp_path, format_log(ENTRIES), index) == ENTRIES
+
+
+def test_engine_digest_is_the_sha256_of_the_bytes() -> None:
+    data = bytes(range(256)) * 40_000  # 10 MB: long enough that the thread is still hashing when asked
+    digest = EngineDigest(data)
+    assert digest.hexdigest() == hashlib.sha256(data).hexdigest()
+    assert digest.hexdigest() == hashlib.sha256(data).hexdigest()  # asking again gives the same value
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorrt_rtx") is None, reason="needs tensorrt-rtx (pip install tensorrt-rtx)")
+def test_a_real_rtx_build_hands_its_running_digest_to_the_result(tmp_path: Path) -> None:
+    from examples.models import write_all
+    from pytest_trt.backends.registry import create_backend
+    from pytest_trt.config import BuildConfig, Profile
+
+    onnx = write_all(tmp_path / "models")["mobilenet_v2"]
+    config = BuildConfig(name="mnv2", onnx=onnx, profiles=[Profile(input=((1, 3, 32, 32), (2, 3, 32, 32), (4, 3, 32, 32)))])
+    result = create_backend("tensorrt-rtx").build(config)
+    assert result.log, "the returned result carries the captured log"
+    pending = result.pending_engine_digest()
+    assert pending is not None, "the engine's sha256 must already be on its way when build() returns"
+    assert result.engine_sha256 == hashlib.sha256(result.engine).hexdigest()
+    assert result.pending_engine_digest() is None  # waited for once; the value is kept
+    assert result.engine_sha256 == hashlib.sha256(result.engine).hexdigest()
