@@ -182,12 +182,28 @@ def cmd_log_parse(args: argparse.Namespace) -> int:
             "(no layers, messages, fusions, layer counts or versions); give the VERBOSE log of a build"
         )
     summary = record_summary(record)
+    if not summary["backend"]:
+        summary.update(_backend_beside(args.log))
     lines = [f"log: {args.log}", *render_record_summary(summary)]
     lines += [f"  fused: {layer.name} <- {', '.join(layer.origins)}" for layer in record.fusions[:20]]
     if len(record.fusions) > 20:
         lines.append(f"  ... {len(record.fusions) - 20} more fusions (use --json for all)")
     _emit(args, {"log": str(args.log), "summary": summary, "record": record.to_dict()}, lines)
     return EXIT_OK
+
+
+def _backend_beside(log: Any) -> dict[str, str]:
+    """Backend and version from the ``build.json`` of the cache entry holding ``log`` ({} when there is none).
+
+    A TensorRT-RTX log does not name the library's version; its cache entry does.
+    """
+    meta = log.parent / "build.json"
+    try:
+        build = json.loads(meta.read_text(encoding="utf-8"))
+        backend, version = str(build["backend"]), str(build.get("backend_version") or "")
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return {"backend": backend, "backend_version": version, "backend_from": str(meta)}
 
 
 def _nothing_understood(record: Any) -> bool:

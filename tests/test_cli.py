@@ -132,6 +132,24 @@ def test_log_parse_of_a_real_log():
     assert doc["summary"]["layers"] == len(doc["record"]["layers"]) > 0
 
 
+def test_log_parse_names_the_backend_from_the_cache_entry_beside_the_log(tmp_path):
+    # an RTX log never names the library's version: alone it says so; in a cache entry, build.json does
+    alone = cli("log", "parse", LOG)
+    assert alone.stdout.splitlines()[1] == "record: tensorrt-log (backend and version not named in the log)"
+    entry = tmp_path / "entry"
+    entry.mkdir()
+    (entry / "build.log").write_bytes(LOG.read_bytes())
+    (entry / "build.json").write_text(json.dumps({"backend": "tensorrt-rtx", "backend_version": "1.7.1.116"}))
+    proc = cli("log", "parse", entry / "build.log")
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert proc.stdout.splitlines()[1] == (
+        f"record: tensorrt-log (tensorrt-rtx 1.7.1.116, from {entry / 'build.json'})")
+    doc = json.loads(cli("log", "parse", "--json", entry / "build.log").stdout)
+    assert (doc["summary"]["backend"], doc["summary"]["backend_version"]) == ("tensorrt-rtx", "1.7.1.116")
+    (entry / "build.json").write_text("{not json")  # a broken build.json is ignored, not an error
+    assert cli("log", "parse", entry / "build.log").stdout.splitlines()[1].endswith("not named in the log)")
+
+
 def test_golden_show_of_a_real_golden_file(tmp_path):
     import numpy as np
 

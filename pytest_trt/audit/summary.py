@@ -49,8 +49,10 @@ def record_summary(record: BuildRecord) -> dict[str, Any]:
 
 def render_record_summary(summary: dict[str, Any], *, max_items: int = 10) -> list[str]:
     lines = [
-        f"record: {summary['source']} "
-        f"({summary['backend'] or 'backend ?'} {summary['backend_version'] or ''})".rstrip(),
+        f"record: {summary['source']} " + (
+            f"({summary['backend']} {summary['backend_version'] or 'version not named'}"
+            + (f", from {summary['backend_from']})" if summary.get("backend_from") else ")")
+            if summary["backend"] else "(backend and version not named in the log)"),
         f"layers: {summary['layers']} ({summary['compute_layers']} compute, {summary['reformat_layers']} reformat), "
         f"fusions: {summary['fusions']}, subgraphs: {summary['subgraphs']}",
         f"precisions: {format_precisions(summary['precisions'])}",
