@@ -82,6 +82,27 @@ def test_versions_come_from_package_metadata() -> None:
     assert versions["numpy"] == importlib.metadata.version("numpy")
 
 
+def test_the_header_only_version_reader_agrees_with_importlib_metadata_everywhere() -> None:
+    # every installed distribution, read by importlib.metadata's full parser as the independent reference
+    names = {d.metadata["Name"] for d in importlib.metadata.distributions() if d.metadata["Name"]}
+    assert len(names) > 20
+    assert {n: registry.metadata_version(n) for n in names} == {n: importlib.metadata.version(n) for n in names}
+
+
+def test_the_version_reader_stops_at_the_header(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    info = tmp_path / "toy_pkg-1.2.3.dist-info"
+    info.mkdir()
+    # CRLF line ends, a lower-case field name, and a description that mentions another version
+    (info / "METADATA").write_bytes(b"Metadata-Version: 2.1\r\nName: toy-pkg\r\nversion: 1.2.3\r\n\r\n"
+                                    b"Version: 9.9.9 is what the README talks about\r\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert registry.metadata_version("toy-pkg") == "1.2.3"
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-pkg\n\nVersion: 9.9.9 in the description\n")
+    assert registry.metadata_version("toy-pkg") == importlib.metadata.version("toy-pkg")  # no header field
+    with pytest.raises(importlib.metadata.PackageNotFoundError):
+        registry.metadata_version("no-such-distribution-anywhere")
+
+
 def test_a_registered_backend_is_created_and_named_in_errors(toy: BackendSpec) -> None:
     assert registry.choices()[-2:] == ("toy-missing", "toy-backend")  # ranks 98, 99: after the real ones
     made = registry.create_backend("toy-backend")
