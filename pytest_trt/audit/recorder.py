@@ -68,12 +68,13 @@ class BundleRecorder:
     @property
     def environment(self) -> dict[str, Any]:
         if self._environment is None:
-            from pytest_trt.audit.environment import capture_environment
+            from pytest_trt.audit.environment import MEMO_FILE, capture_environment
 
             self._environment = capture_environment(
                 backend=self.backend,
                 rootdir=self.settings.rootdir,
                 include_hostname=self.settings.include_hostname,
+                memo=self.settings.bundle_dir / MEMO_FILE,  # installed versions kept between sessions
             )
         return self._environment
 
