@@ -187,7 +187,15 @@ class BuildResult:
         if engine_sha256 != recorded:
             raise ValueError(f"{folder / ENGINE_FILE}: sha256 does not match build.json")
         result.__dict__["engine_sha256"] = engine_sha256  # hashed once: the cached_property's value
+        if digests is not None:
+            result.__dict__["_verified_digests"] = dict(digests)
         return result
+
+    def verified_digests(self) -> dict[str, str] | None:
+        """The sha256 of each file this result was read and checked against (a cache entry's ``entry.json``
+        ``files``); None for a result that was built, or read without digests."""
+        digests = self.__dict__.get("_verified_digests")
+        return None if digests is None else dict(digests)
 
     @classmethod
     def _read_rest(cls, folder: Path, engine: bytes, digests: Mapping[str, str]) -> tuple[BuildResult, str]:

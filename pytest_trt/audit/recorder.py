@@ -285,8 +285,9 @@ def _result_identity(engine: Engine, *, settled: bool = False) -> str | None:
     if (not engine.cached and not settled) or engine.artifact_dir is None:
         return None
     try:
-        entry = json.loads((engine.artifact_dir / ENTRY_FILE).read_text(encoding="utf-8"))
-        files = entry["files"]
+        files = engine.result.verified_digests() if engine.cached else None  # checked on load: not read again
+        if files is None:
+            files = json.loads((engine.artifact_dir / ENTRY_FILE).read_text(encoding="utf-8"))["files"]
         if not isinstance(files, dict) or files.get(ENGINE_FILE) != engine.result.engine_sha256:
             return None
     except (OSError, ValueError, KeyError, TypeError):

@@ -349,3 +349,26 @@ def test_a_hit_run_without_html_or_golden_loads_neither(pytester, models):
     html.assert_outcomes(passed=2)
     lines = (pytester.path / "extras.txt").read_text().split("\n")[:-1]
     assert [line.split()[1] for line in lines[-2:]] == ["2", "2"]  # with --html: the bundle link and the text
+
+
+# -- the cache entry's digests, checked on load, name the result for its bundle without a second read -------------
+@needs_rtx
+def test_a_cached_engine_is_identified_by_the_digests_it_was_checked_against(entry, tmp_path):
+    import hashlib
+    import shutil
+
+    from pytest_trt.audit.recorder import _result_identity
+    from pytest_trt.cache import ENTRY_FILE
+    from pytest_trt.engine import Engine
+
+    cache, key, built = entry
+    copy = EngineCache(tmp_path / "cache")
+    shutil.copytree(cache.entry_dir(key), copy.entry_dir(key))
+    files = json.loads((copy.entry_dir(key) / ENTRY_FILE).read_text())["files"]
+    expected = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()  # independent: the digest
+    result = copy.load(key)
+    assert result is not None and result.verified_digests() == files
+    assert built.result.verified_digests() is None  # a build was never checked against an entry
+    engine = Engine(built.config, result, built.backend, artifact_dir=copy.entry_dir(key), cached=True)
+    (copy.entry_dir(key) / ENTRY_FILE).unlink()  # read once, on load: the identity does not need it again
+    assert _result_identity(engine) == expected
