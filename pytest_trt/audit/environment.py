@@ -23,8 +23,9 @@ recorder keeps it beside the bundles) keyed by a fingerprint of what
 ``importlib.metadata`` reads to find them (the ``sys.path`` entries, the names of their
 ``*.dist-info`` folders, which name the version, and the metadata file's size, mtime and
 inode of each ``*.egg-info``), so installing, removing or upgrading a package, or another Python,
-changes the key and the distributions are read again; and git runs only where a
-repository can be (a ``.git`` in the root folder or above, or ``GIT_DIR`` set).
+changes the key and the distributions are read again; and git runs once (``status
+--porcelain=v2 --branch``: commit and dirty flag), only where a repository can be (a
+``.git`` in the root folder or above, or ``GIT_DIR`` set).
 """
 
 from __future__ import annotations
@@ -296,21 +297,22 @@ def git_state(rootdir: Path | None) -> dict[str, Any]:
     return _git_finish(_git_start(rootdir))
 
 
-_GitProbe = tuple["subprocess.Popen[str] | None", "subprocess.Popen[str] | None"]
+_GitProbe = tuple[Path, "subprocess.Popen[str] | None"]
+_SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
 
 
 def _git_start(rootdir: Path | None) -> _GitProbe | None:
-    """Both git commands started at once (they run while the caller reads package metadata)."""
+    """One git command started (it runs while the caller reads package metadata): ``status --porcelain=v2
+    --branch`` gives both the commit (``# branch.oid``) and the changed tracked files."""
     if rootdir is None or not _maybe_in_repository(rootdir):
         return None
-    return (_start("git", "-C", str(rootdir), "rev-parse", "--verify", "-q", "HEAD"),
-            _start("git", "-C", str(rootdir), "status", "--porcelain", "--untracked-files=no"))
+    return rootdir, _start("git", "-C", str(rootdir), "status", "--porcelain=v2", "--branch", "--untracked-files=no")
 
 
 def _maybe_in_repository(rootdir: Path) -> bool:
     """False only where git cannot find a repository: no ``.git`` (folder or file) in ``rootdir`` or any folder
-    above it, none of them a bare repository, and no ``GIT_DIR``.  Two git processes (~2 ms each, more
-    under load) are then not started only to fail."""
+    above it, none of them a bare repository, and no ``GIT_DIR``.  A git process (~2 ms, more under load) is
+    then not started only to fail."""
     if "GIT_DIR" in os.environ:
         return True
     try:
@@ -328,10 +330,20 @@ def _maybe_in_repository(rootdir: Path) -> bool:
 def _git_finish(probe: _GitProbe | None) -> dict[str, Any]:
     if probe is None:
         return {"commit": None, "dirty": None}
-    commit, status = _finish(probe[0]), _finish(probe[1])
+    rootdir, status = probe
+    out = _finish(status)
+    lines = out.splitlines() if out is not None else []
+    oid = next((line[len("# branch.oid "):] for line in lines if line.startswith("# branch.oid ")), None)
+    if oid == "(initial)":  # a repository without a commit
+        return {"commit": None, "dirty": None}
+    if oid is not None and _SHA.fullmatch(oid):
+        return {"commit": oid, "dirty": any(not line.startswith("#") for line in lines)}
+    # failed (not a repository), or a git without porcelain v2 (before 2.11): the two plain commands
+    commit = _finish(_start("git", "-C", str(rootdir), "rev-parse", "--verify", "-q", "HEAD"))
     if commit is None:
         return {"commit": None, "dirty": None}
-    return {"commit": commit.strip(), "dirty": None if status is None else bool(status.strip())}
+    plain = _finish(_start("git", "-C", str(rootdir), "status", "--porcelain", "--untracked-files=no"))
+    return {"commit": commit.strip(), "dirty": None if plain is None else bool(plain.strip())}
 
 
 def capture_environment(

@@ -257,23 +257,65 @@ def test_no_git_process_outside_a_repository(tmp_path, started):
     assert started == []
 
 
-def test_git_runs_in_a_subfolder_of_a_repository(tmp_path, started):
+def _repo(folder: Path):
     def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True, text=True).stdout
+        return subprocess.run(["git", "-C", str(folder), *args], check=True, capture_output=True, text=True).stdout
 
     git("init", "-q")
+    return git
+
+
+def _commit(git) -> str:
+    git("-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "one")
+    return git("rev-parse", "HEAD").strip()
+
+
+def test_one_git_process_in_a_subfolder_of_a_repository(tmp_path, started):
+    git = _repo(tmp_path)
     (tmp_path / "a.txt").write_text("1")
     git("add", "a.txt")
-    git("-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "one")
+    head = _commit(git)
     (tmp_path / "sub").mkdir()
-    assert environment.git_state(tmp_path / "sub") == {"commit": git("rev-parse", "HEAD").strip(), "dirty": False}
-    assert len(started) == 2
+    assert environment.git_state(tmp_path / "sub") == {"commit": head, "dirty": False}
+    (tmp_path / "a.txt").write_text("2")
+    assert environment.git_state(tmp_path / "sub") == {"commit": head, "dirty": True}
+    git("add", "a.txt")  # staged only: still differs from the commit
+    assert environment.git_state(tmp_path) == {"commit": head, "dirty": True}
+    assert len(started) == 3  # one process per state
+
+
+def test_a_repository_without_a_commit_has_none(tmp_path, started):
+    _repo(tmp_path)
+    assert environment.git_state(tmp_path) == {"commit": None, "dirty": None}
+    assert len(started) == 1
+
+
+def test_a_git_without_porcelain_v2_falls_back_to_the_plain_commands(tmp_path, started, monkeypatch):
+    import shutil
+    import stat
+
+    real = shutil.which("git")
+    fake = tmp_path / "bin" / "git"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\nfor a in "$@"; do [ "$a" = "--porcelain=v2" ] && {{ echo "unknown option" >&2; exit 129; }}; '
+                    f'done\nexec {real} "$@"\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    project = tmp_path / "project"
+    project.mkdir()
+    git = _repo(project)
+    (project / "a.txt").write_text("1")
+    git("add", "a.txt")
+    head = _commit(git)
+    (project / "a.txt").write_text("2")
+    assert environment.git_state(project) == {"commit": head, "dirty": True}
+    assert [cmd[3] for cmd in started] == ["status", "rev-parse", "status"]
 
 
 def test_git_dir_in_the_environment_lets_git_decide(tmp_path, started, monkeypatch):
     monkeypatch.setenv("GIT_DIR", str(tmp_path / "nowhere"))
     assert environment.git_state(tmp_path) == {"commit": None, "dirty": None}
-    assert len(started) == 2
+    assert started  # git asked, and it found nothing
 
 
 # -- Engine: the record assertions load on first use ----------------------------------------------------------
