@@ -6,7 +6,8 @@ A temporary project holds 10 MobileNetV2-style ONNX models (the example
 generator, seeds 0..9).  A first run with ``--trt-engine-build`` fills the
 engine cache (and writes the audit bundles); one untimed cache-hit run follows
 (the first session after a build compares each bundle's manifest once and
-records its inputs digest, see ``pytest_trt.audit.sidecar``).  Then, alternating,
+records its inputs digest, see ``pytest_trt.audit.sidecar``, and keeps the installed
+distributions' versions beside the bundles, see ``pytest_trt.audit.environment``).  Then, alternating,
 in fresh pytest processes:
 
 * with the plugin: 50 tests, 5 per config, each marked ``@pytest.mark.trt(config)``

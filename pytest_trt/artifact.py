@@ -125,7 +125,7 @@ class BuildResult:
             if lazy is None:
                 raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
             folder, text, index = lazy
-            log = split_log(folder, text, index)
+            log = split_log(folder, text, _index_rows(index))
             self.__dict__["log"] = log
             return log
 
@@ -146,7 +146,7 @@ class BuildResult:
         if index is None:
             lazy = self.__dict__.get("_lazy_log")
             if lazy is not None and "log" not in self.__dict__:
-                index = tuple((s, float(t), int(n)) for s, t, n in lazy[2])
+                index = tuple((s, float(t), int(n)) for s, t, n in _index_rows(lazy[2]))
             else:
                 index = tuple((e.severity, e.time, e.text.count("\n") + 1) for e in self.log)
             self.__dict__["_log_index_rows"] = index
@@ -204,20 +204,31 @@ class BuildResult:
         """
         engine = (folder / ENGINE_FILE).read_bytes()
         digest: list[str] = []
-        hasher = threading.Thread(target=lambda: digest.append(hashlib.sha256(engine).hexdigest()),
-                                  name="pytest-trt-engine-sha256")
-        hasher.start()
+        hasher = None
+        if len(engine) >= HASH_THREAD_BYTES:
+            hasher = threading.Thread(target=lambda: digest.append(hashlib.sha256(engine).hexdigest()),
+                                      name="pytest-trt-engine-sha256")
+            hasher.start()
         try:
             result, recorded = cls._read_rest(folder, engine, digests or {})
         finally:
-            hasher.join()
+            if hasher is not None:
+                hasher.join()
         engine_sha256 = digest[0] if digest else hashlib.sha256(engine).hexdigest()
         if digests is not None and ENGINE_FILE in digests and engine_sha256 != digests[ENGINE_FILE]:
             raise ValueError(f"{ENGINE_FILE} does not match its sha256")
         if engine_sha256 != recorded:
             raise ValueError(f"{folder / ENGINE_FILE}: sha256 does not match build.json")
         result.__dict__["engine_sha256"] = engine_sha256  # hashed once: the cached_property's value
+        if digests is not None:
+            result.__dict__["_verified_digests"] = dict(digests)
         return result
+
+    def verified_digests(self) -> dict[str, str] | None:
+        """The sha256 of each file this result was read and checked against (a cache entry's ``entry.json``
+        ``files``); None for a result that was built, or read without digests."""
+        digests = self.__dict__.get("_verified_digests")
+        return None if digests is None else dict(digests)
 
     @classmethod
     def _read_rest(cls, folder: Path, engine: bytes, digests: Mapping[str, str]) -> tuple[BuildResult, str]:
@@ -229,15 +240,17 @@ class BuildResult:
             data = raw[name] if name in raw else (folder / name).read_bytes()
             if hashlib.sha256(data).hexdigest() != want:
                 raise ValueError(f"{name} does not match its sha256")
-        build = json.loads(raw[BUILD_FILE].decode("utf-8"))
-        conf = json.loads(raw[CONFIG_FILE].decode("utf-8"))
-        text = raw[LOG_FILE].decode("utf-8")
-        index = build["log_index"]
         # build.log verified against the digest write() recorded: it and build.json's index are what a
         # build wrote, so splitting it into entries waits for the first use of ``log`` (a cache hit never
         # needs them; a second read of the file would be needed to check it again anyway)
         lazy = LOG_FILE in digests and BUILD_FILE in digests
-        log = () if lazy else split_log(folder, text, index)
+        build_text = raw[BUILD_FILE].decode("utf-8")
+        split = _without_log_index(build_text) if lazy else None
+        build = json.loads(build_text) if split is None else split[0]
+        conf = json.loads(raw[CONFIG_FILE].decode("utf-8"))
+        text = raw[LOG_FILE].decode("utf-8")
+        index: list[list[Any]] | str = build["log_index"] if split is None else split[1]
+        log = () if lazy else split_log(folder, text, _index_rows(index))
         result = cls(
             backend=build["backend"],
             engine=engine,
@@ -258,6 +271,51 @@ class BuildResult:
             del result.__dict__["log"]
             result.__dict__["_lazy_log"] = (folder, text, index)
         return result, str(build["engine_sha256"])
+
+
+#: engines at least this large are hashed on a thread while the entry's other files are read; a smaller
+#: one (0.5 MB: 0.3 ms) costs less to hash inline than a thread costs to start and join
+HASH_THREAD_BYTES = 4 << 20
+_LOG_INDEX_KEY = '"log_index":['
+
+
+def _without_log_index(text: str) -> tuple[dict[str, Any], str] | None:
+    """build.json (as :meth:`BuildResult.write` writes it: compact) parsed without its ``log_index``, and the
+    index's JSON text, parsed only when the log is used; None when the text is not in that form (then the
+    caller parses it whole).
+
+    The index (a row per log message: a thousand small lists for a MobileNetV2) is most of the file; a cache
+    hit never reads it, and parsing it made every entry's load 3x slower and left 1,200 objects per engine
+    for the garbage collector to scan for the rest of the session.  Its rows hold no brackets, so the
+    array ends at the first ``]]``; the key must occur once, and the rest must parse with ``log_index``
+    null at the top level, else this declines.
+    """
+    start = text.find(_LOG_INDEX_KEY)
+    if start < 0 or text.find(_LOG_INDEX_KEY, start + 1) >= 0:
+        return None
+    start += len(_LOG_INDEX_KEY) - 1
+    end = text.find("]]", start)
+    if text.startswith("[]", start):
+        end = start  # an empty index: "[]" is its whole text
+    if end < 0:
+        return None
+    try:
+        build = json.loads(text[:start] + "null" + text[end + 2 :])
+    except ValueError:
+        return None
+    if not isinstance(build, dict) or "log_index" not in build or build["log_index"] is not None:
+        return None
+    return build, text[start : end + 2]
+
+
+def _index_rows(index: list[list[Any]] | str) -> list[list[Any]]:
+    """build.json's ``log_index`` rows, parsed from the text :func:`_without_log_index` kept (ValueError if bad)."""
+    if not isinstance(index, str):
+        return index
+    rows = json.loads(index)
+    if not isinstance(rows, list) or not all(isinstance(r, list) and len(r) == 3 for r in rows):
+        raise ValueError("build.json: log_index is not a list of [severity, time, lines] rows")
+    return rows
 
 
 def split_log(folder: Path, text: str, index: list[list[Any]]) -> tuple[LogEntry, ...]:

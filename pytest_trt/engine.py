@@ -7,7 +7,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_trt.assertions import EngineAssertions
 from pytest_trt.current import in_test
 from pytest_trt.errors import EngineNotRunnable
 from pytest_trt.skipping import not_runnable_message, skip_here
@@ -16,20 +15,52 @@ if TYPE_CHECKING:
     import numpy as np
 
     from pytest_trt.artifact import BuildResult
+    from pytest_trt.assertions import EngineAssertions
     from pytest_trt.backends.base import Backend, Runner
     from pytest_trt.buildlog.record import BuildRecord
     from pytest_trt.config import BuildConfig
     from pytest_trt.timing import BenchmarkResult
 
+#: the methods of :class:`~pytest_trt.assertions.EngineAssertions`, which ``Engine`` takes on first use
+#: (tests/foundation/test_plugin_hit_path.py checks this list against the class)
+ASSERTION_METHODS = ("assert_fused", "assert_no_fusion", "assert_precision", "assert_layer_count", "assert_warning",
+                     "assert_no_warning", "assert_calibration", "assert_dynamic_range", "assert_int8",
+                     "assert_calibration_coverage")
 
-class Engine(EngineAssertions):
+
+class _Deferred:
+    """One ``EngineAssertions`` method, looked up when first used.
+
+    Defining the assertions imports the build-record parser's assertion modules (~3 ms), which a test
+    served from the cache that asserts nothing on the record never needs.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: object, objtype: type | None = None) -> Any:
+        from pytest_trt.assertions import EngineAssertions
+
+        method = EngineAssertions.__dict__[self.name]
+        owner = objtype if objtype is not None else type(obj)
+        setattr(owner, self.name, method)  # from now on a plain method of the class
+        return method if obj is None else method.__get__(obj, owner)
+
+
+if TYPE_CHECKING:
+    _Assertions = EngineAssertions
+else:
+    _Assertions = type("_Assertions", (), {name: _Deferred(name) for name in ASSERTION_METHODS})
+
+
+class Engine(_Assertions):
     """One engine as a test sees it.
 
     ``result`` holds the engine bytes and the build evidence, ``record`` the
     structured facts parsed from it (parsed once, on first use), and ``run``
     executes it where this machine can.  The ``assert_*`` methods on the record
     come from :class:`~pytest_trt.assertions.EngineAssertions` (one definition
-    each, in :mod:`pytest_trt.buildlog.assertions`).
+    each, in :mod:`pytest_trt.buildlog.assertions`), taken on first use.
     """
 
     def __init__(

@@ -68,12 +68,13 @@ class BundleRecorder:
     @property
     def environment(self) -> dict[str, Any]:
         if self._environment is None:
-            from pytest_trt.audit.environment import capture_environment
+            from pytest_trt.audit.environment import MEMO_FILE, capture_environment
 
             self._environment = capture_environment(
                 backend=self.backend,
                 rootdir=self.settings.rootdir,
                 include_hostname=self.settings.include_hostname,
+                memo=self.settings.bundle_dir / MEMO_FILE,  # installed versions kept between sessions
             )
         return self._environment
 
@@ -284,8 +285,9 @@ def _result_identity(engine: Engine, *, settled: bool = False) -> str | None:
     if (not engine.cached and not settled) or engine.artifact_dir is None:
         return None
     try:
-        entry = json.loads((engine.artifact_dir / ENTRY_FILE).read_text(encoding="utf-8"))
-        files = entry["files"]
+        files = engine.result.verified_digests() if engine.cached else None  # checked on load: not read again
+        if files is None:
+            files = json.loads((engine.artifact_dir / ENTRY_FILE).read_text(encoding="utf-8"))["files"]
         if not isinstance(files, dict) or files.get(ENGINE_FILE) != engine.result.engine_sha256:
             return None
     except (OSError, ValueError, KeyError, TypeError):

@@ -109,8 +109,12 @@ def note_build_failure(recorder: BundleRecorder, item: pytest.Item, exc: BaseExc
 
 
 def html_extras(config: pytest.Config, report: pytest.TestReport, audits: list[EngineAudit]) -> None:
-    """Links to the bundles and the audit text in pytest-html's report, when that plugin is active."""
-    if not config.pluginmanager.hasplugin("html"):
+    """Links to the bundles and the audit text in pytest-html's report, when that plugin writes one.
+
+    pytest-html registers whenever it is installed, but reads ``report.extras`` only for ``--html``:
+    without it the extras would be made (and ``pytest_html`` imported) for every test for nothing.
+    """
+    if not getattr(config.option, "htmlpath", None) or not config.pluginmanager.hasplugin("html"):
         return
     import pytest_html  # only when the plugin is active
 

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from pytest_trt.pytest_plugin.record import ItemRecord
     from pytest_trt.session import EngineProvider
 
+#: the report properties the golden state collects (pytest_plugin.golden.GoldenState.collect)
+_GOLDEN_PROPERTIES = frozenset((opt.REFRESHED_PROPERTY, opt.NOTE_PROPERTY))
 #: the plugin name TrtSession registers under
 PLUGIN_NAME = "trt-session"
 SESSION = pytest.StashKey["TrtSession"]()
@@ -92,6 +94,11 @@ class TrtSession:
         """The golden settings and what the checks reported, read on first use when no golden option is set."""
         if self._golden is None:
             self._golden = self._golden_state()
+        return self._golden
+
+    @property
+    def golden_state(self) -> GoldenState | None:
+        """The golden state if made (a golden option, check or collected note made it), without making it."""
         return self._golden
 
     def _golden_state(self) -> GoldenState:
@@ -258,7 +265,8 @@ class TrtSession:
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.user_properties and report.when == "call":
+        # only a golden refresh or note concerns the golden state: the audit's bundle properties do not
+        if report.when == "call" and any(key in _GOLDEN_PROPERTIES for key, _ in report.user_properties):
             self.golden.collect(report)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

@@ -39,7 +39,8 @@ def write_summary(terminalreporter: Any, session: TrtSession) -> None:
             write(line)
         for line in session.archived.warnings:
             write(f"WARNING {line}", yellow=True)
-    for title, lines in session.golden.summary():
+    golden = session.golden_state  # None: no golden option, check or note in this run (nothing to say)
+    for title, lines in golden.summary() if golden is not None else ():
         terminalreporter.section(title)
         for line in lines:
             write(line)
