@@ -28,10 +28,11 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Mapping
+import zlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pytest_trt.audit.manifest import MANIFEST, render_manifest, sha256_hex
 from pytest_trt.audit.profiles import normalized_effective
@@ -62,6 +63,8 @@ BUNDLE_DIR_MODE = 0o750
 REQUIRED = (BUILD, CONFIG, ENVIRONMENT, LOG, MANIFEST)
 KNOWN = frozenset(REQUIRED + (ENGINE, ENGINE_HASH, CALIBRATION_CACHE, CALIBRATION, GOLDEN, SIGNATURE))
 
+#: engines from this size have their CRC-32 computed on a thread (zlib releases the GIL above 5 KiB)
+_CRC_ON_THREAD = 1 << 20
 _VENDOR_WORDS = {"nvidia", "geforce", "tesla", "quadro"}
 
 
@@ -124,6 +127,24 @@ def bundle_name(result: BuildResult) -> str:
     return f"{name}-v{version}-{prefix}{major_minor}-{device_slug(result.device)}.tar.gz"
 
 
+def build_member(result: BuildResult, *, record: BuildRecord | None, include_engine: bool) -> bytes:
+    """``build.json``: canonical JSON of the bundle schema, the build (the cache entry's build.json) and the record.
+
+    The build's part is the cache entry's build.json bytes, made once per result
+    (:meth:`~pytest_trt.artifact.BuildResult.build_json_bytes`), set into the text: ``"build"`` sorts
+    first, and a canonical object's text is its members' canonical texts in key order.  When either
+    part holds an escaped character, the whole is encoded here instead (canonical JSON spells
+    non-ASCII text as UTF-8, which the escaped ASCII spelling of the parts is not).
+    """
+    head = {"bundle_schema": BUNDLE_SCHEMA, "engine_included": include_engine,
+            "record": record.to_dict() if record is not None else None}
+    rest = canonical_json(head)
+    build = result.build_json_bytes()
+    if b"\\u" in build or b"\\u" in rest or not build.endswith(b"}\n"):
+        return canonical_json({**head, "build": result.build_json()})
+    return b'{"build":' + build[:-1] + b"," + rest[1:]
+
+
 def bundle_members(
     result: BuildResult,
     *,
@@ -145,14 +166,7 @@ def bundle_members(
     else:
         members[ENGINE_HASH] = f"{engine_sha}  {ENGINE}\n".encode("ascii")
     members[LOG] = gzip_bytes(result.log_bytes())
-    members[BUILD] = canonical_json(
-        {
-            "bundle_schema": BUNDLE_SCHEMA,
-            "engine_included": include_engine,
-            "build": result.build_json(),
-            "record": record.to_dict() if record is not None else None,
-        }
-    )
+    members[BUILD] = build_member(result, record=record, include_engine=include_engine)
     members[CONFIG] = canonical_json(
         {
             "pinned": result.config,
@@ -207,52 +221,37 @@ def inputs_digest(
     return hashlib.sha256(json.dumps(material, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
 
 
-class _HashingWriter:
-    """Passes writes through to a file and keeps them, to hash the file's bytes without reading it back.
+T = TypeVar("T")
 
-    The chunks are references (the engine's blocks are views of its bytes, nothing is copied);
-    :meth:`hash_in_background` hashes them on a thread while the caller fsyncs the file
-    (hashlib and fsync both release the GIL), which takes the bundle's sha256 off its critical path.
-    """
 
-    def __init__(self, fh: Any) -> None:
-        self.fh = fh
-        self.chunks: list[bytes | memoryview] = []
-        self.size = 0
-        self._digest: list[str] = []
-        self._thread: threading.Thread | None = None
+class _OnThread(Generic[T]):
+    """``fn()`` run on a thread, for work that releases the GIL (hashlib and zlib on large buffers)."""
 
-    def write(self, data: bytes | bytearray | memoryview) -> int:
-        # writable memory may be reused by its writer: keep a copy (a stored block's gathered tail);
-        # views of bytes (the engine's blocks) and bytes objects are immutable: kept as they are
-        if isinstance(data, bytes) or (isinstance(data, memoryview) and data.readonly):
-            self.chunks.append(data)
-        else:
-            self.chunks.append(bytes(data))
-        self.size += len(data)
-        return int(self.fh.write(data))
-
-    def flush(self) -> None:
-        self.fh.flush()
-
-    def _hash(self) -> None:
-        h = hashlib.sha256()
-        for chunk in self.chunks:
-            h.update(chunk)
-        self._digest.append(h.hexdigest())
-
-    def hash_in_background(self) -> None:
-        self._thread = threading.Thread(target=self._hash, name="pytest-trt-bundle-sha256")
+    def __init__(self, fn: Callable[[], T], name: str) -> None:
+        self._fn = fn
+        self._out: list[T] = []
+        self._error: list[BaseException] = []
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
-    def hexdigest(self) -> str:
-        """The sha256 of everything written (waits for the background hash, or hashes here)."""
-        if self._thread is not None:
-            self._thread.join()
-        if not self._digest:
-            self._hash()
-        self.chunks = []
-        return self._digest[0]
+    def _run(self) -> None:
+        try:
+            self._out.append(self._fn())
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread by result()
+            self._error.append(exc)
+
+    def result(self) -> T:
+        self._thread.join()
+        if self._error:
+            raise self._error[0]
+        return self._out[0]
+
+
+def _sha256_of(chunks: list[bytes | memoryview]) -> str:
+    h = hashlib.sha256()
+    for chunk in chunks:
+        h.update(chunk)
+    return h.hexdigest()
 
 
 def write_bundle(
@@ -282,6 +281,12 @@ def write_bundle(
     state = sidecar.read_state(path) if reuse else None
     if state is not None and inputs_sha256 is not None and state.inputs_sha256 == inputs_sha256:
         return _info(path, state.sha256, state.size, result)
+    # no bundle on disk that could be kept: it will be written, so the engine's CRC-32 (the stored gzip
+    # member's trailer) is computed on another core while the other members are encoded
+    crc = None
+    if state is None and include_engine and len(result.engine) >= _CRC_ON_THREAD:
+        engine_bytes = result.engine
+        crc = _OnThread(lambda: zlib.crc32(engine_bytes), "pytest-trt-bundle-crc32")
     members = bundle_members(
         result,
         record=record,
@@ -301,22 +306,26 @@ def write_bundle(
         return _info(path, state.sha256, state.size, result)
     # mode applies when the folder is created here; an existing folder keeps its mode
     path.parent.mkdir(parents=True, exist_ok=True, mode=BUNDLE_DIR_MODE)
-    sink: list[_HashingWriter] = []
+    engine = members.get(ENGINE)
+    known_crc = {ENGINE: crc.result()} if crc is not None and engine is result.engine else None
+    hashed: list[tuple[int, _OnThread[str]]] = []
 
     def writer(fh: Any) -> None:
-        from pytest_trt.audit.archive import write_tar_gz
+        from pytest_trt.audit.archive import Gathered, write_buffers, write_tar_gz
 
-        hashing = _HashingWriter(fh)
-        sink.append(hashing)
-        write_tar_gz(members, hashing)  # type: ignore[arg-type]
-        hashing.hash_in_background()  # while write_atomic flushes and fsyncs
+        out = Gathered()  # the archive as a list of buffers: the engine's blocks are views of its bytes
+        write_tar_gz(members, out, crc32=known_crc)
+        # the file's sha256 on another core while the buffers are written and fsynced (both release the GIL)
+        hashed.append((out.size, _OnThread(lambda: _sha256_of(out.chunks), "pytest-trt-bundle-sha256")))
+        fh.flush()
+        write_buffers(fh.fileno(), out.chunks)
 
     # replacing a 0444 bundle is allowed: os.replace needs write permission on the folder, not the file
     try:
         write_atomic(path, writer, mode=BUNDLE_FILE_MODE)
     finally:
-        file_sha256 = sink[0].hexdigest() if sink else ""  # joins the hashing thread whatever happened
-    info = _info(path, file_sha256, sink[0].size, result)
+        file_sha256 = hashed[0][1].result() if hashed else ""  # joins the hashing thread whatever happened
+    info = _info(path, file_sha256, hashed[0][0], result)
     sidecar.write_state(path, members_sha256=digest, sha256=info.sha256, size=info.size,
                         engine_sha256=info.engine_sha256, golden=golden, inputs_sha256=inputs_sha256)
     return info

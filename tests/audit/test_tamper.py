@@ -86,13 +86,12 @@ _DIE_MID_WRITE = textwrap.dedent("""
     import pytest_trt.audit.bundle as bundle_mod
     from tests.audit.rtx_build import build_small
 
-    def dying_writer(members, fileobj):
-        fileobj.write(b"\\x1f\\x8b partial bundle bytes")
-        fileobj.flush()
+    def dying_writer(fd, chunks, **options):
+        os.write(fd, bytes(chunks[0])[:100])  # the archive's first bytes reach the file, then
         os._exit(17)  # the writer process dies: no cleanup, no exception handler runs
 
     result = build_small()
-    archive_mod.write_tar_gz = dying_writer  # the bundle writer imports it from there when it writes
+    archive_mod.write_buffers = dying_writer  # the bundle writer imports it from there when it writes
     bundle_mod.write_bundle(result, Path(sys.argv[1]), record=None, environment={"schema": 1},
                             include_engine=False, name=sys.argv[2])
 """)
