@@ -11,6 +11,7 @@ header before any member data is decompressed.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 import os
@@ -19,8 +20,8 @@ import struct
 import sys
 import tarfile
 import zlib
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, cast
 
 from pytest_trt.errors import UnsafeMember
 
@@ -216,14 +217,15 @@ class Gathered:
 WRITEBACK_BATCH = 2 << 20
 
 
-def write_buffers(fd: int, chunks: Sequence[bytes | memoryview], *, batch: int = WRITEBACK_BATCH) -> None:
+def write_buffers(fd: int, chunks: Sequence[bytes | memoryview], *, batch: int | None = None) -> None:
     """Write ``chunks`` to the file descriptor ``fd`` in order, all of them, in few system calls.
 
-    Chunks go in ``os.writev`` batches of about ``batch`` bytes, and after each batch the kernel is
-    asked to start writing it out (Linux ``sync_file_range``), so the disk works while the next batch
-    is copied and the caller's fsync waits for less: 14.7 MB were written and fsynced in 5.0 ms
-    instead of 7.7.  Durability is the fsync's job, unchanged.
+    Chunks go in ``os.writev`` batches of about ``batch`` bytes (default :data:`WRITEBACK_BATCH`), and
+    after each batch the kernel is asked to start writing it out (Linux ``sync_file_range``), so the
+    disk works while the next batch is copied and the caller's fsync waits for less: 14.7 MB were
+    written and fsynced in 5.0 ms instead of 7.7 here.  Durability stays the fsync's job.
     """
+    batch = WRITEBACK_BATCH if batch is None else batch
     writev = getattr(os, "writev", None)
     if writev is None:  # not on Windows
         for chunk in chunks:
@@ -256,26 +258,30 @@ def write_buffers(fd: int, chunks: Sequence[bytes | memoryview], *, batch: int =
 
 
 _SYNC_FILE_RANGE_WRITE = 2
-_sync_file_range: list[Any] = []
 
 
-def _start_writeback(fd: int, offset: int, length: int) -> None:
-    """Ask Linux to start writing ``length`` bytes at ``offset`` to disk, without waiting (a hint: never raises)."""
-    if not _sync_file_range:
-        function = None
-        if sys.platform.startswith("linux"):
-            try:
-                import ctypes  # already loaded by any TensorRT or numpy import
+def _start_writeback(fd: int, offset: int, length: int) -> bool:
+    """Ask Linux to start writing ``length`` bytes at ``offset`` to disk, without waiting; whether it was accepted.
 
-                function = ctypes.CDLL(None, use_errno=True).sync_file_range
-                function.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
-                function.restype = ctypes.c_int
-            except (ImportError, OSError, AttributeError):
-                function = None
-        _sync_file_range.append(function)
-    function = _sync_file_range[0]
-    if function is not None:
-        function(fd, offset, length, _SYNC_FILE_RANGE_WRITE)  # -1 (e.g. EINVAL on a pipe) is ignored: a hint
+    A hint only: never raises; False where there is no ``sync_file_range`` or the file refuses it (a pipe).
+    """
+    function = _sync_file_range()
+    return function is not None and bool(function(fd, offset, length, _SYNC_FILE_RANGE_WRITE) == 0)
+
+
+@functools.cache
+def _sync_file_range() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes  # already loaded by any TensorRT or numpy import
+
+        function = ctypes.CDLL(None, use_errno=True).sync_file_range
+    except (ImportError, OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return cast("Callable[..., int]", function)
 
 
 def _iov_max() -> int:
