@@ -155,8 +155,13 @@ def bundle_members(
     calibration_cache: bytes | None = None,
     qdq_model_sha256: str | None = None,
     sign_key: Path | None = None,
+    log_gz: Callable[[], bytes] | None = None,
 ) -> dict[str, bytes]:
-    """Every member of the bundle for ``result``, name -> bytes, manifest and signature included."""
+    """Every member of the bundle for ``result``, name -> bytes, manifest and signature included.
+
+    ``log_gz``: returns ``build.log.gz`` of ``result``'s log, called once the other members are made
+    (the writer gzips the log on another core meanwhile).
+    """
     from pytest_trt.audit.archive import gzip_bytes  # with tarfile and gzip: not on a cache hit's path
 
     members: dict[str, bytes] = {}
@@ -165,7 +170,6 @@ def bundle_members(
         members[ENGINE] = result.engine
     else:
         members[ENGINE_HASH] = f"{engine_sha}  {ENGINE}\n".encode("ascii")
-    members[LOG] = gzip_bytes(result.log_bytes())
     members[BUILD] = build_member(result, record=record, include_engine=include_engine)
     members[CONFIG] = canonical_json(
         {
@@ -184,6 +188,7 @@ def bundle_members(
         members[CALIBRATION] = canonical_json(calib)
     if golden_results:
         members[GOLDEN] = canonical_json({"schema": 1, "checks": dict(golden_results)})
+    members[LOG] = gzip_bytes(result.log_bytes()) if log_gz is None else log_gz()
     # the engine's hash is known: hashing 14.5 MB again cost 7 ms per bundle
     manifest = render_manifest({name: engine_sha if name == ENGINE else sha256_hex(data)
                                 for name, data in members.items()})
@@ -281,11 +286,14 @@ def write_bundle(
     state = sidecar.read_state(path) if reuse else None
     if state is not None and inputs_sha256 is not None and state.inputs_sha256 == inputs_sha256:
         return _info(path, state.sha256, state.size, result)
-    # no bundle on disk that could be kept: it will be written, so the engine's CRC-32 (the stored gzip
-    # member's trailer) is computed on another core while the other members are encoded
-    crc = None
+    # no bundle on disk that could be kept: it will be written, so the log's gzip and the engine's CRC-32 (the
+    # stored gzip member's trailer), both GIL-free zlib calls, run on other cores while the JSON members are encoded
+    crc = log_gz = None
     if state is None and include_engine and len(result.engine) >= _CRC_ON_THREAD:
-        engine_bytes = result.engine
+        from pytest_trt.audit.archive import gzip_bytes
+
+        log, engine_bytes = result.log_bytes(), result.engine
+        log_gz = _OnThread(lambda: gzip_bytes(log), "pytest-trt-bundle-log-gzip")
         crc = _OnThread(lambda: zlib.crc32(engine_bytes), "pytest-trt-bundle-crc32")
     members = bundle_members(
         result,
@@ -296,6 +304,7 @@ def write_bundle(
         calibration_cache=calibration_cache,
         qdq_model_sha256=qdq_model_sha256,
         sign_key=sign_key,
+        log_gz=log_gz.result if log_gz is not None else None,
     )
     digest = sidecar.members_digest(members[MANIFEST], members.get(SIGNATURE))
     golden = dict(golden_results) if golden_results else None

@@ -31,7 +31,7 @@ from pytest_trt.audit.verify import verify_bundle
 from tests.audit.conftest import read_members
 from tests.audit.reference_writer import reference_tar_gz
 
-_THREADS = ("pytest-trt-bundle-crc32", "pytest-trt-bundle-sha256")
+_THREADS = ("pytest-trt-bundle-log-gzip", "pytest-trt-bundle-crc32", "pytest-trt-bundle-sha256")
 
 
 @pytest.fixture
@@ -54,7 +54,7 @@ def test_the_written_bytes_are_the_reference_writers(tmp_path: Path, mnv2: Any, 
                                                       environment: dict[str, Any], thread_names: list[str],
                                                       monkeypatch: pytest.MonkeyPatch, crc_on_thread: bool,
                                                       batch: int | None) -> None:
-    # the example engine (~0.5 MB) is under the size whose CRC goes to a thread: lower it to take that path
+    # the example engine (~0.5 MB) is under the size whose CRC (and log gzip) go to threads: lower it to take that path
     monkeypatch.setattr(bundle_mod, "_CRC_ON_THREAD", 0 if crc_on_thread else 1 << 40)
     if batch is not None:
         monkeypatch.setattr(archive, "WRITEBACK_BATCH", batch)
@@ -63,9 +63,11 @@ def test_the_written_bytes_are_the_reference_writers(tmp_path: Path, mnv2: Any, 
     raw = info.path.read_bytes()
     members = read_members(info.path)  # tarfile, not our reader
     assert members["engine.plan"] == mnv2.engine
+    # the log member holds the log, spelled independently ("[SEVERITY] " before each message's first line)
+    assert gzip.decompress(members["build.log.gz"]) == "".join(f"[{e.severity}] {e.text}\n" for e in mnv2.log).encode()
     assert raw == reference_tar_gz(members)
     assert (info.sha256, info.size) == (hashlib.sha256(raw).hexdigest(), len(raw))
-    assert thread_names == (list(_THREADS) if crc_on_thread else [_THREADS[1]])
+    assert thread_names == (list(_THREADS) if crc_on_thread else [_THREADS[2]])
     assert verify_bundle(info.path).sha256 == info.sha256
 
 
@@ -81,7 +83,7 @@ def test_a_bundle_without_the_engine_is_one_gzip_member_as_before(tmp_path: Path
     info = write_bundle(mnv2, tmp_path, record=record_of(mnv2), environment=environment, include_engine=False)
     members = read_members(info.path)
     assert "engine.plan" not in members and info.path.read_bytes() == reference_tar_gz(members)
-    assert thread_names == [_THREADS[1]]  # no engine: no CRC to compute
+    assert thread_names == [_THREADS[2]]  # no engine: the log is gzipped in line, no CRC to compute
 
 
 def test_standard_tools_accept_the_bundle(tmp_path: Path, mnv2: Any, record_of: Any,
@@ -110,6 +112,17 @@ def test_stored_member_framing_at_block_boundaries(size: int) -> None:
     assert given.getvalue() == expected
     with tarfile.open(fileobj=io.BytesIO(expected), mode="r:gz") as tar:
         assert tar.extractfile("engine.plan").read() == engine  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("size", [0, 1, 1000, 300_000])
+def test_gzip_bytes_are_gzipfiles(size: int) -> None:
+    """build.log.gz is made by zlib's own gzip framing now: the bytes GzipFile wrote before, OS byte included."""
+    data = random.Random(size).randbytes(size // 2) + b"[V] [TRT] layer conv1 + relu1\n" * (size // 60)
+    expected = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=expected, compresslevel=1, mtime=0) as gz:
+        gz.write(data)
+    assert archive.gzip_bytes(data) == expected.getvalue()
+    assert gzip.decompress(archive.gzip_bytes(data)) == data
 
 
 def test_a_known_crc_is_refused_after_the_first_stored_bytes() -> None:
