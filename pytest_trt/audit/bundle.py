@@ -286,10 +286,13 @@ def write_bundle(
     state = sidecar.read_state(path) if reuse else None
     if state is not None and inputs_sha256 is not None and state.inputs_sha256 == inputs_sha256:
         return _info(path, state.sha256, state.size, result)
-    # no bundle on disk that could be kept: it will be written, so the log's gzip and the engine's CRC-32 (the
-    # stored gzip member's trailer), both GIL-free zlib calls, run on other cores while the JSON members are encoded
+    golden = dict(golden_results) if golden_results else None
+    # a bundle will be written (none on disk, or one of another engine or other golden verdicts): the log's gzip and
+    # the engine's CRC-32 (the stored gzip member's trailer), both GIL-free zlib calls, run on other cores while
+    # the JSON members are encoded; otherwise (a cache hit's first session) the members are likely the same
+    will_write = state is None or state.engine_sha256 != result.engine_sha256 or (state.golden or None) != golden
     crc = log_gz = None
-    if state is None and include_engine and len(result.engine) >= _CRC_ON_THREAD:
+    if will_write and include_engine and len(result.engine) >= _CRC_ON_THREAD:
         from pytest_trt.audit.archive import gzip_bytes
 
         log, engine_bytes = result.log_bytes(), result.engine
@@ -307,7 +310,6 @@ def write_bundle(
         log_gz=log_gz.result if log_gz is not None else None,
     )
     digest = sidecar.members_digest(members[MANIFEST], members.get(SIGNATURE))
-    golden = dict(golden_results) if golden_results else None
     if state is not None and state.members_sha256 == digest:
         if inputs_sha256 is not None:  # same bytes from other inputs (or a fresh build): remember these inputs
             sidecar.write_state(path, members_sha256=digest, sha256=state.sha256, size=state.size,

@@ -273,3 +273,33 @@ def test_the_bundle_and_the_cache_entry_share_build_json_bytes(tmp_path: Path, m
     assert on_disk == first == _canonical(fresh.build_json(), ascii_only=True)
     member = bundle_members(fresh, record=record_of(fresh), environment=environment)[BUILD]
     assert json.loads(member)["build"] == json.loads(on_disk)
+
+
+def test_a_rewrite_for_new_golden_verdicts_takes_the_threads_too(tmp_path: Path, mnv2: Any, record_of: Any,
+                                                                 environment: dict[str, Any], thread_names: list[str],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bundle_mod, "_CRC_ON_THREAD", 0)
+    kwargs: dict[str, Any] = dict(record=record_of(mnv2), environment=environment, reuse=True)
+    first = write_bundle(mnv2, tmp_path, golden_results={"t::a": {"verdict": "pass"}}, **kwargs)
+    del thread_names[:]
+    second = write_bundle(mnv2, tmp_path, golden_results={"t::a": {"verdict": "pass"}, "t::b": {"verdict": "fail"}},
+                          **kwargs)
+    assert second.sha256 != first.sha256
+    assert thread_names == list(_THREADS)
+    members = read_members(second.path)
+    assert json.loads(members["golden.json"])["checks"] == {"t::a": {"verdict": "pass"}, "t::b": {"verdict": "fail"}}
+    assert second.path.read_bytes() == reference_tar_gz(members)
+
+
+def test_an_identical_bundle_kept_starts_no_thread(tmp_path: Path, mnv2: Any, record_of: Any,
+                                                  environment: dict[str, Any], thread_names: list[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache hit's first session builds the members to compare manifests: no CRC or gzip spent on other cores."""
+    monkeypatch.setattr(bundle_mod, "_CRC_ON_THREAD", 0)
+    kwargs: dict[str, Any] = dict(record=record_of(mnv2), environment=environment, reuse=True,
+                                  golden_results={"t::a": {"verdict": "pass"}})
+    first = write_bundle(mnv2, tmp_path, **kwargs)
+    assert thread_names == list(_THREADS)  # positive control: the first write used them
+    del thread_names[:]
+    again = write_bundle(mnv2, tmp_path, **kwargs)
+    assert again.sha256 == first.sha256 and thread_names == []
