@@ -20,7 +20,7 @@ import sys
 import tarfile
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, TypeAlias, cast
 
 from pytest_trt.errors import UnsafeMember
 
@@ -84,7 +84,8 @@ class SegmentedGzip:
         self._gz: gzip.GzipFile | None = None
         self._stored_left = 0
         self._buf = bytearray()
-        self._crc = 0
+        self._crc: int | Callable[[], int] = 0
+        self._crc_tail = bytearray()  # stored bytes after a CRC still being computed, folded in when it is known
         self._size = 0
         self._open = False
 
@@ -100,28 +101,33 @@ class SegmentedGzip:
             self._gz.close()  # ends the deflated gzip member; the file object stays open
             self._gz = None
         self.fileobj.write(_STORED_HEADER)
-        self._stored_left, self._buf, self._crc, self._size = size, bytearray(), 0, size
+        self._stored_left, self._buf, self._crc, self._crc_tail, self._size = size, bytearray(), 0, bytearray(), size
         self._open = True
         if size == 0:
             self._finish_stored()
 
-    def write_stored(self, data: bytes | bytearray | memoryview, *, crc32: int | None = None) -> None:
-        """Stored bytes of the open stored member; ``crc32``: ``zlib.crc32(data)``, when the caller has it.
+    def write_stored(self, data: bytes | bytearray | memoryview, *,
+                     crc32: int | Callable[[], int] | None = None) -> None:
+        """Stored bytes of the open stored member; ``crc32``: ``zlib.crc32(data)`` when the caller has it, or a
+        function that returns it (called when the member's trailer is written, or, into a :class:`Gathered`,
+        when the trailer is written to the file or hashed).
 
         A known ``crc32`` is accepted only for the member's first bytes (the running CRC is then 0):
-        the bundle writer computes the engine's on another core while the other members are encoded.
+        the bundle writer computes the engine's on another core while the archive is assembled and written.
         """
         if not data:
             return
         if not self._open:
             raise ValueError("stored bytes outside a stored member")
         view = memoryview(data).cast("B")
-        if crc32 is None:
-            self._crc = zlib.crc32(view, self._crc)
-        elif self._stored_left != self._size:
-            raise ValueError("a known CRC-32 is only accepted for a stored member's first bytes")
-        else:
+        if crc32 is not None:
+            if self._stored_left != self._size:
+                raise ValueError("a known CRC-32 is only accepted for a stored member's first bytes")
             self._crc = crc32
+        elif callable(self._crc):
+            self._crc_tail += view
+        else:
+            self._crc = zlib.crc32(view, self._crc)
         self._stored_left -= len(view)
         if self._stored_left < 0:
             raise ValueError("more stored bytes than announced")
@@ -152,7 +158,19 @@ class SegmentedGzip:
         self._block(bytes(self._buf), final=True)
         self._buf = bytearray()
         self._open = False
-        self.fileobj.write(struct.pack("<II", self._crc & 0xFFFFFFFF, self._size & 0xFFFFFFFF))
+        crc, tail, size = self._crc, bytes(self._crc_tail), self._size & 0xFFFFFFFF
+        if not callable(crc):
+            self.fileobj.write(struct.pack("<II", crc & 0xFFFFFFFF, size))
+            return
+
+        def trailer() -> bytes:
+            return struct.pack("<II", zlib.crc32(tail, crc()) & 0xFFFFFFFF, size)
+
+        write_deferred = getattr(self.fileobj, "write_deferred", None)
+        if write_deferred is not None:
+            write_deferred(Deferred(8, trailer))
+        else:
+            self.fileobj.write(trailer())
 
     def close(self) -> None:
         if self._gz is not None:
@@ -166,14 +184,16 @@ class SegmentedGzip:
         self.close()
 
 
-def write_tar_gz(members: Mapping[str, bytes], fileobj: Any, *, crc32: Mapping[str, int] | None = None) -> None:
+def write_tar_gz(members: Mapping[str, bytes], fileobj: Any, *,
+                 crc32: Mapping[str, int | Callable[[], int]] | None = None) -> None:
     """Write ``members`` (flat names) as a deterministic tar.gz into ``fileobj``.
 
     USTAR headers (no PAX records, whose fields could carry atime/ctime or locale-dependent
     values; our flat names fit its 100-byte limit), members sorted by name, the end-of-archive
     blocks and padding to a 10 KiB record, exactly as :mod:`tarfile` writes them; the gzip
     stream as :class:`SegmentedGzip` frames it.  ``crc32``: ``zlib.crc32`` of stored members'
-    data already computed (the bytes are the same whether it is given or not).
+    data, or functions that return it, already computed or being computed elsewhere (the bytes are
+    the same whether it is given or not).
     """
     for name in members:
         check_member_name(name)
@@ -195,17 +215,42 @@ def write_tar_gz(members: Mapping[str, bytes], fileobj: Any, *, crc32: Mapping[s
         gz.write(bytes(2 * tarfile.BLOCKSIZE + (-offset % tarfile.RECORDSIZE)))
 
 
+class Deferred:
+    """Bytes known later (a stored member's CRC-32 trailer while the CRC is computed on another core).
+
+    :meth:`value` makes them on first use (waiting for whatever they wait for) and keeps them.
+    """
+
+    def __init__(self, size: int, make: Callable[[], bytes]) -> None:
+        self.size = size
+        self._make = make
+        self._value: bytes | None = None
+
+    def value(self) -> bytes:
+        if self._value is None:
+            value = self._make()
+            if len(value) != self.size:
+                raise ValueError(f"deferred bytes: {len(value)} made, {self.size} announced")
+            self._value = value
+        return self._value
+
+
+#: one buffer of a :class:`Gathered` archive
+Chunk: TypeAlias = bytes | memoryview | Deferred
+
+
 class Gathered:
     """A write-only file object that keeps what is written, in order, as a list of buffers.
 
     ``bytes`` and read-only views (the engine's stored blocks are views of its bytes) are kept as they
-    are, never copied; writable buffers are copied, since their writer may reuse them.  The bundle
-    writer sends the list to its file with a few ``os.writev`` calls (:func:`write_buffers`) instead of
-    ~480 buffered writes, and hashes it on another core meanwhile.
+    are, never copied; writable buffers are copied, since their writer may reuse them; :class:`Deferred`
+    bytes (the engine's CRC trailer) are made when the list is written or hashed.  The bundle writer
+    sends the list to its file with a few ``os.writev`` calls (:func:`write_buffers`) instead of ~480
+    buffered writes, and hashes it on another core meanwhile.
     """
 
     def __init__(self) -> None:
-        self.chunks: list[bytes | memoryview] = []
+        self.chunks: list[Chunk] = []
         self.size = 0
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
@@ -216,18 +261,27 @@ class Gathered:
             self.size += n
         return n
 
+    def write_deferred(self, data: Deferred) -> None:
+        self.chunks.append(data)
+        self.size += data.size
+
     def flush(self) -> None:
         pass
 
     def getvalue(self) -> bytes:
-        return b"".join(self.chunks)
+        return b"".join(resolved(c) for c in self.chunks)
+
+
+def resolved(chunk: Chunk) -> bytes | memoryview:
+    """A chunk's bytes (a :class:`Deferred` one's made, waiting if they must)."""
+    return chunk.value() if isinstance(chunk, Deferred) else chunk
 
 
 #: bytes per ``os.writev`` batch, after each of which the kernel is asked to start writing them to disk
 WRITEBACK_BATCH = 2 << 20
 
 
-def write_buffers(fd: int, chunks: Sequence[bytes | memoryview], *, batch: int | None = None) -> None:
+def write_buffers(fd: int, chunks: Sequence[Chunk], *, batch: int | None = None) -> None:
     """Write ``chunks`` to the file descriptor ``fd`` in order, all of them, in few system calls.
 
     Chunks go in ``os.writev`` batches of about ``batch`` bytes (default :data:`WRITEBACK_BATCH`), and
@@ -239,16 +293,21 @@ def write_buffers(fd: int, chunks: Sequence[bytes | memoryview], *, batch: int |
     writev = getattr(os, "writev", None)
     if writev is None:  # not on Windows
         for chunk in chunks:
-            view = memoryview(chunk)
+            view = memoryview(resolved(chunk))
             while view.nbytes:
                 view = view[os.write(fd, view) :]
         return
     limit = _iov_max()
-    pending: list[bytes | memoryview] = list(chunks)
+    pending: list[bytes | memoryview] = []
+    for chunk in chunks:
+        pending.append(chunk if not isinstance(chunk, Deferred) else memoryview(b""))  # made when its batch is due
+    deferred = {i: c for i, c in enumerate(chunks) if isinstance(c, Deferred)}
     first, offset, started = 0, 0, 0
     while first < len(pending):
         end, size = first, 0
         while end < len(pending) and end - first < limit and (size < batch or end == first):
+            if end in deferred:
+                pending[end] = deferred.pop(end).value()
             size += memoryview(pending[end]).nbytes
             end += 1
         written = writev(fd, pending[first:end])

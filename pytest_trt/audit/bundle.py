@@ -42,6 +42,7 @@ from pytest_trt.fileio import write_atomic
 
 if TYPE_CHECKING:
     from pytest_trt.artifact import BuildResult
+    from pytest_trt.audit.archive import Chunk
     from pytest_trt.buildlog.record import BuildRecord
 
 BUNDLE_SCHEMA = 1
@@ -252,10 +253,12 @@ class _OnThread(Generic[T]):
         return self._out[0]
 
 
-def _sha256_of(chunks: list[bytes | memoryview]) -> str:
+def _sha256_of(chunks: list[Chunk]) -> str:
+    from pytest_trt.audit.archive import resolved
+
     h = hashlib.sha256()
     for chunk in chunks:
-        h.update(chunk)
+        h.update(resolved(chunk))
     return h.hexdigest()
 
 
@@ -318,7 +321,8 @@ def write_bundle(
     # mode applies when the folder is created here; an existing folder keeps its mode
     path.parent.mkdir(parents=True, exist_ok=True, mode=BUNDLE_DIR_MODE)
     engine = members.get(ENGINE)
-    known_crc = {ENGINE: crc.result()} if crc is not None and engine is result.engine else None
+    # the CRC is waited for only when the stored member's trailer is written (or hashed), near the file's end
+    known_crc = {ENGINE: crc.result} if crc is not None and engine is result.engine else None
     hashed: list[tuple[int, _OnThread[str]]] = []
 
     def writer(fh: Any) -> None:

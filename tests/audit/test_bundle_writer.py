@@ -125,6 +125,31 @@ def test_gzip_bytes_are_gzipfiles(size: int) -> None:
     assert gzip.decompress(archive.gzip_bytes(data)) == data
 
 
+def test_a_crc_still_being_computed_is_waited_for_only_when_the_trailer_is_needed(tmp_path: Path) -> None:
+    engine = random.Random(7).randbytes(200_001)
+    members = {"engine.plan": engine, "build.json": b"{}\n", "environment.json": b"e" * 900}
+    calls: list[int] = []
+
+    def crc() -> int:
+        calls.append(1)
+        return zlib.crc32(engine)
+
+    out = Gathered()
+    write_tar_gz(members, out, crc32={"engine.plan": crc})
+    assert calls == []  # the archive is assembled without it
+    assert any(isinstance(c, archive.Deferred) for c in out.chunks)
+    target = tmp_path / "out.tar.gz"
+    with open(target, "wb") as fh:
+        write_buffers(fh.fileno(), out.chunks, batch=4096)
+    assert calls == [1]
+    assert target.read_bytes() == out.getvalue() == reference_tar_gz(members)
+    assert calls == [1]  # made once, kept
+    assert tar_gz_bytes(members) == reference_tar_gz(members)
+    plain = io.BytesIO()  # a file object without write_deferred: the trailer is made at once
+    write_tar_gz(members, plain, crc32={"engine.plan": crc})
+    assert plain.getvalue() == reference_tar_gz(members) and calls == [1, 1]
+
+
 def test_a_known_crc_is_refused_after_the_first_stored_bytes() -> None:
     gz = SegmentedGzip(Gathered())
     gz.begin_stored(1024)
