@@ -16,7 +16,6 @@ import random
 import shutil
 import subprocess
 import tarfile
-import threading
 import zlib
 from pathlib import Path
 from typing import Any
@@ -31,20 +30,20 @@ from pytest_trt.audit.verify import verify_bundle
 from tests.audit.conftest import read_members
 from tests.audit.reference_writer import reference_tar_gz
 
-_THREADS = ("pytest-trt-bundle-log-gzip", "pytest-trt-bundle-crc32", "pytest-trt-bundle-sha256")
+_THREADS = ("pytest-trt-bundle-prep", "pytest-trt-bundle-sha256")  # prep: the log's gzip, then the CRC
 
 
 @pytest.fixture
 def thread_names(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Names of the threads the bundle writer starts (the real threads run)."""
     names: list[str] = []
-    real = bundle_mod._OnThread.__init__
+    real = bundle_mod._on_thread
 
-    def spy(self: Any, fn: Any, name: str) -> None:
+    def spy(name: str, *steps: Any) -> None:
         names.append(name)
-        real(self, fn, name)
+        real(name, *steps)
 
-    monkeypatch.setattr(bundle_mod._OnThread, "__init__", spy)
+    monkeypatch.setattr(bundle_mod, "_on_thread", spy)
     return names
 
 
@@ -67,7 +66,7 @@ def test_the_written_bytes_are_the_reference_writers(tmp_path: Path, mnv2: Any, 
     assert gzip.decompress(members["build.log.gz"]) == "".join(f"[{e.severity}] {e.text}\n" for e in mnv2.log).encode()
     assert raw == reference_tar_gz(members)
     assert (info.sha256, info.size) == (hashlib.sha256(raw).hexdigest(), len(raw))
-    assert thread_names == (list(_THREADS) if crc_on_thread else [_THREADS[2]])
+    assert thread_names == (list(_THREADS) if crc_on_thread else [_THREADS[1]])
     assert verify_bundle(info.path).sha256 == info.sha256
 
 
@@ -83,7 +82,7 @@ def test_a_bundle_without_the_engine_is_one_gzip_member_as_before(tmp_path: Path
     info = write_bundle(mnv2, tmp_path, record=record_of(mnv2), environment=environment, include_engine=False)
     members = read_members(info.path)
     assert "engine.plan" not in members and info.path.read_bytes() == reference_tar_gz(members)
-    assert thread_names == [_THREADS[2]]  # no engine: the log is gzipped in line, no CRC to compute
+    assert thread_names == [_THREADS[1]]  # no engine: the log is gzipped in line, no CRC to compute
 
 
 def test_standard_tools_accept_the_bundle(tmp_path: Path, mnv2: Any, record_of: Any,
@@ -242,6 +241,15 @@ def test_a_failed_write_raises_and_keeps_the_previous_bundle(tmp_path: Path, mnv
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     first = write_bundle(mnv2, tmp_path, record=None, environment=environment)
     before = first.path.read_bytes()
+    monkeypatch.setattr(bundle_mod, "_CRC_ON_THREAD", 0)
+    futures: list[Any] = []
+    real_init = bundle_mod._Future.__init__
+
+    def track(self: Any) -> None:
+        real_init(self)
+        futures.append(self)
+
+    monkeypatch.setattr(bundle_mod._Future, "__init__", track)
 
     def disk_full(fd: int, chunks: Any, **options: Any) -> None:
         os.write(fd, bytes(chunks[0])[:100])
@@ -252,7 +260,7 @@ def test_a_failed_write_raises_and_keeps_the_previous_bundle(tmp_path: Path, mnv
         write_bundle(mnv2, tmp_path, record=record_of(mnv2), environment=environment)
     assert first.path.read_bytes() == before
     assert not list(tmp_path.glob(".*.tmp"))
-    assert not [t for t in threading.enumerate() if t.name in _THREADS]  # joined, none left running
+    assert len(futures) == 3 and futures[-1].done()  # log gzip, CRC, and the file's sha256, waited for
 
 
 def _canonical(data: Any, *, ascii_only: bool) -> bytes:
