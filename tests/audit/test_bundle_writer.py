@@ -39,9 +39,9 @@ def thread_names(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     names: list[str] = []
     real = bundle_mod._on_thread
 
-    def spy(name: str, *steps: Any) -> None:
+    def spy(name: str, *steps: Any, **options: Any) -> None:
         names.append(name)
-        real(name, *steps)
+        real(name, *steps, **options)
 
     monkeypatch.setattr(bundle_mod, "_on_thread", spy)
     return names
