@@ -276,7 +276,11 @@ def _on_thread(name: str, *steps: tuple[_Future[Any], Callable[[], Any]], wait_s
         for future, fn in steps:
             future.run(fn)
 
-    _thread.start_new_thread(run, ())
+    try:
+        _thread.start_new_thread(run, ())
+    except RuntimeError:  # "can't start new thread" (a process at its thread limit): the work is done here
+        run()
+        return
     if wait_start > 0:
         started.wait(wait_start)
 

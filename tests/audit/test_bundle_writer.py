@@ -336,3 +336,23 @@ def test_an_identical_bundle_kept_starts_no_thread(tmp_path: Path, mnv2: Any, re
     del thread_names[:]
     again = write_bundle(mnv2, tmp_path, **kwargs)
     assert again.sha256 == first.sha256 and thread_names == []
+
+
+def test_without_threads_to_be_had_the_work_is_done_in_line(tmp_path: Path, mnv2: Any, record_of: Any,
+                                                            environment: dict[str, Any],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import _thread
+
+    monkeypatch.setattr(bundle_mod, "_CRC_ON_THREAD", 0)
+    refused: list[int] = []
+
+    def no_thread(*args: Any) -> None:
+        refused.append(1)
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(_thread, "start_new_thread", no_thread)
+    info = write_bundle(mnv2, tmp_path, record=record_of(mnv2), environment=environment)
+    assert refused == [1, 1]  # the prep work and the file's sha256 both asked for a thread
+    raw = info.path.read_bytes()
+    assert raw == reference_tar_gz(read_members(info.path))
+    assert info.sha256 == hashlib.sha256(raw).hexdigest()
