@@ -132,13 +132,13 @@ class _Phases:
         ("pytest_trt.fileio", "acquire_lock", "lock (recorder)"),
         ("pytest_trt.audit.bundle", "bundle_members", "members (JSON; waits for the log's gzip)"),
         ("pytest_trt.audit.archive", "write_tar_gz", "archive gathered (deflate of the small members)"),
-        ("pytest_trt.audit.archive", "write_buffers", "os.writev (copy into the page cache, writeback started)"),
+        ("pytest_trt.audit.gathered", "write_buffers", "os.writev (copy into the page cache, writeback started)"),
         ("os", "fsync", "fsync (the disk)"),
         ("pytest_trt.audit.sidecar", "write_state", "sidecar"),
     )
     THREADS = (
         ("pytest_trt.audit.archive", "gzip_bytes", "log gzip (prep thread)"),
-        ("pytest_trt.audit.bundle", "_sha256_of", "file sha256 (its thread)"),
+        ("pytest_trt.audit.gathered", "sha256_of", "file sha256 (its thread)"),
     )
 
     def __init__(self) -> None:

@@ -27,13 +27,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any
 
+from pytest_trt.audit.background import Future, on_thread
 from pytest_trt.audit.manifest import MANIFEST, render_manifest, sha256_hex
 from pytest_trt.audit.profiles import normalized_effective
 from pytest_trt.audit.sign import SIGNATURE, sign_manifest
@@ -42,7 +42,6 @@ from pytest_trt.fileio import write_atomic
 
 if TYPE_CHECKING:
     from pytest_trt.artifact import BuildResult
-    from pytest_trt.audit.archive import Chunk
     from pytest_trt.buildlog.record import BuildRecord
 
 BUNDLE_SCHEMA = 1
@@ -229,71 +228,6 @@ def inputs_digest(
     return hashlib.sha256(json.dumps(material, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
 
 
-T = TypeVar("T")
-
-
-class _Future(Generic[T]):
-    """A value made on another thread (:func:`_on_thread`); :meth:`result` waits for it and re-raises its error."""
-
-    def __init__(self) -> None:
-        self._done = threading.Event()
-        self._out: list[T] = []
-        self._error: list[BaseException] = []
-
-    def run(self, fn: Callable[[], T]) -> None:
-        try:
-            self._out.append(fn())
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the waiting thread by result()
-            self._error.append(exc)
-        finally:
-            self._done.set()
-
-    def done(self) -> bool:
-        return self._done.is_set()
-
-    def result(self) -> T:
-        self._done.wait()
-        if self._error:
-            raise self._error[0]
-        return self._out[0]
-
-
-def _on_thread(name: str, *steps: tuple[_Future[Any], Callable[[], Any]], wait_start: float = 0.0) -> None:
-    """Make each step's value, in order, on one new thread (for hashlib and zlib calls, which release the GIL).
-
-    Started with :func:`_thread.start_new_thread`, which returns at once: ``threading.Thread.start``
-    waits until the new thread runs, and on the shared 2-core machine, with both cores busy, that wait
-    cost the bundle's critical path up to 4 ms per thread.  ``wait_start``: seconds to wait at most for
-    the thread to begin (the caller then lets it take the GIL, so its first GIL-free call starts now
-    rather than whenever the caller next releases the GIL).  ``name`` names the work (tests count it).
-    """
-    import _thread
-
-    started = threading.Event()
-
-    def run() -> None:
-        started.set()
-        for future, fn in steps:
-            future.run(fn)
-
-    try:
-        _thread.start_new_thread(run, ())
-    except RuntimeError:  # "can't start new thread" (a process at its thread limit): the work is done here
-        run()
-        return
-    if wait_start > 0:
-        started.wait(wait_start)
-
-
-def _sha256_of(chunks: list[Chunk]) -> str:
-    from pytest_trt.audit.archive import resolved
-
-    h = hashlib.sha256()
-    for chunk in chunks:
-        h.update(resolved(chunk))
-    return h.hexdigest()
-
-
 def write_bundle(
     result: BuildResult,
     out_dir: Path,
@@ -326,14 +260,14 @@ def write_bundle(
     # the engine's CRC-32 (the stored gzip member's trailer), both GIL-free zlib calls, run on other cores while
     # the JSON members are encoded; otherwise (a cache hit's first session) the members are likely the same
     will_write = state is None or state.engine_sha256 != result.engine_sha256 or (state.golden or None) != golden
-    crc: _Future[int] | None = None
-    log_gz: _Future[bytes] | None = None
+    crc: Future[int] | None = None
+    log_gz: Future[bytes] | None = None
     if will_write and include_engine and len(result.engine) >= _CRC_ON_THREAD:
         from pytest_trt.audit.archive import gzip_bytes
 
         log, engine_bytes = result.log_bytes(), result.engine
-        log_gz, crc = _Future(), _Future()  # the log first: its member is needed first
-        _on_thread("pytest-trt-bundle-prep", (log_gz, lambda: gzip_bytes(log)), (crc, lambda: zlib.crc32(engine_bytes)),
+        log_gz, crc = Future(), Future()  # the log first: its member is needed first
+        on_thread("pytest-trt-bundle-prep", (log_gz, lambda: gzip_bytes(log)), (crc, lambda: zlib.crc32(engine_bytes)),
                    wait_start=_PREP_START_WAIT_S)
     members = bundle_members(
         result,
@@ -357,19 +291,20 @@ def write_bundle(
     engine = members.get(ENGINE)
     # the CRC is waited for only when the stored member's trailer is written (or hashed), near the file's end
     known_crc = {ENGINE: crc.result} if crc is not None and engine is result.engine else None
-    hashed: list[tuple[int, _Future[str]]] = []
+    hashed: list[tuple[int, Future[str]]] = []
 
     def writer(fh: Any) -> None:
-        from pytest_trt.audit.archive import Gathered, write_buffers, write_tar_gz
+        from pytest_trt.audit import gathered
+        from pytest_trt.audit.archive import write_tar_gz
 
-        out = Gathered()  # the archive as a list of buffers: the engine's blocks are views of its bytes
+        out = gathered.Gathered()  # the archive as a list of buffers: the engine's blocks are views of its bytes
         write_tar_gz(members, out, crc32=known_crc)
         # the file's sha256 on another core while the buffers are written and fsynced (both release the GIL)
-        sha256: _Future[str] = _Future()
+        sha256: Future[str] = Future()
         hashed.append((out.size, sha256))
-        _on_thread("pytest-trt-bundle-sha256", (sha256, lambda: _sha256_of(out.chunks)))
+        on_thread("pytest-trt-bundle-sha256", (sha256, lambda: gathered.sha256_of(out.chunks)))
         fh.flush()
-        write_buffers(fh.fileno(), out.chunks)
+        gathered.write_buffers(fh.fileno(), out.chunks)
 
     # replacing a 0444 bundle is allowed: os.replace needs write permission on the folder, not the file
     try:

@@ -22,10 +22,11 @@ from typing import Any
 
 import pytest
 
-from pytest_trt.audit import archive
+from pytest_trt.audit import archive, background, gathered
 from pytest_trt.audit import bundle as bundle_mod
-from pytest_trt.audit.archive import Gathered, SegmentedGzip, tar_gz_bytes, write_buffers, write_tar_gz
+from pytest_trt.audit.archive import SegmentedGzip, tar_gz_bytes, write_tar_gz
 from pytest_trt.audit.bundle import BUILD, bundle_members, write_bundle
+from pytest_trt.audit.gathered import Gathered, write_buffers
 from pytest_trt.audit.verify import verify_bundle
 from tests.audit.conftest import read_members
 from tests.audit.reference_writer import reference_tar_gz
@@ -37,13 +38,13 @@ _THREADS = ("pytest-trt-bundle-prep", "pytest-trt-bundle-sha256")  # prep: the l
 def thread_names(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Names of the threads the bundle writer starts (the real threads run)."""
     names: list[str] = []
-    real = bundle_mod._on_thread
+    real = bundle_mod.on_thread
 
     def spy(name: str, *steps: Any, **options: Any) -> None:
         names.append(name)
         real(name, *steps, **options)
 
-    monkeypatch.setattr(bundle_mod, "_on_thread", spy)
+    monkeypatch.setattr(bundle_mod, "on_thread", spy)
     return names
 
 
@@ -56,7 +57,7 @@ def test_the_written_bytes_are_the_reference_writers(tmp_path: Path, mnv2: Any, 
     # the example engine (~0.5 MB) is under the size whose CRC (and log gzip) go to threads: lower it to take that path
     monkeypatch.setattr(bundle_mod, "_CRC_ON_THREAD", 0 if crc_on_thread else 1 << 40)
     if batch is not None:
-        monkeypatch.setattr(archive, "WRITEBACK_BATCH", batch)
+        monkeypatch.setattr(gathered, "WRITEBACK_BATCH", batch)
     info = write_bundle(mnv2, tmp_path, record=record_of(mnv2), environment=environment,
                         golden_results={"t::x": {"verdict": "pass"}})
     raw = info.path.read_bytes()
@@ -136,7 +137,7 @@ def test_a_crc_still_being_computed_is_waited_for_only_when_the_trailer_is_neede
     out = Gathered()
     write_tar_gz(members, out, crc32={"engine.plan": crc})
     assert calls == []  # the archive is assembled without it
-    assert any(isinstance(c, archive.Deferred) for c in out.chunks)
+    assert any(isinstance(c, gathered.Deferred) for c in out.chunks)
     target = tmp_path / "out.tar.gz"
     with open(target, "wb") as fh:
         write_buffers(fh.fileno(), out.chunks, batch=4096)
@@ -215,7 +216,7 @@ def test_write_buffers_resumes_after_short_writes(tmp_path: Path, monkeypatch: p
 
 
 def test_write_buffers_starts_writeback_after_each_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = archive._start_writeback
+    real = gathered._start_writeback
     ranges: list[tuple[int, int, bool]] = []
 
     def spy(fd: int, offset: int, length: int) -> bool:
@@ -223,7 +224,7 @@ def test_write_buffers_starts_writeback_after_each_batch(tmp_path: Path, monkeyp
         ranges.append((offset, length, accepted))
         return accepted
 
-    monkeypatch.setattr(archive, "_start_writeback", spy)
+    monkeypatch.setattr(gathered, "_start_writeback", spy)
     chunks = _chunks(3)
     total = sum(memoryview(c).nbytes for c in chunks)
     with open(tmp_path / "out", "wb") as fh:
@@ -243,19 +244,19 @@ def test_a_failed_write_raises_and_keeps_the_previous_bundle(tmp_path: Path, mnv
     before = first.path.read_bytes()
     monkeypatch.setattr(bundle_mod, "_CRC_ON_THREAD", 0)
     futures: list[Any] = []
-    real_init = bundle_mod._Future.__init__
+    real_init = background.Future.__init__
 
     def track(self: Any) -> None:
         real_init(self)
         futures.append(self)
 
-    monkeypatch.setattr(bundle_mod._Future, "__init__", track)
+    monkeypatch.setattr(background.Future, "__init__", track)
 
     def disk_full(fd: int, chunks: Any, **options: Any) -> None:
         os.write(fd, bytes(chunks[0])[:100])
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(archive, "write_buffers", disk_full)
+    monkeypatch.setattr(gathered, "write_buffers", disk_full)
     with pytest.raises(OSError, match="No space"):
         write_bundle(mnv2, tmp_path, record=record_of(mnv2), environment=environment)
     assert first.path.read_bytes() == before
