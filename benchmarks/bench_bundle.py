@@ -137,7 +137,7 @@ class _Phases:
         ("pytest_trt.audit.sidecar", "write_state", "sidecar"),
     )
     THREADS = (
-        ("pytest_trt.audit.archive", "gzip_bytes", "log gzip (prep thread)"),
+        ("pytest_trt.audit.archive", "gzip_bytes", "log gzip (prep thread; in line for engines under 1 MiB)"),
         ("pytest_trt.audit.gathered", "sha256_of", "file sha256 (its thread)"),
     )
 
