@@ -32,6 +32,35 @@ from tests.audit.conftest import read_members
 from tests.audit.reference_writer import reference_tar_gz
 
 _THREADS = ("pytest-trt-bundle-prep", "pytest-trt-bundle-sha256")  # prep: the log's gzip, then the CRC
+#: written by the writer before this change (commit 425920d's archive.tar_gz_bytes and gzip_bytes) from _old_inputs()
+OLD_WRITER = Path(__file__).resolve().parents[1] / "data" / "bundle_writer"
+
+
+def _old_inputs() -> tuple[dict[str, bytes], bytes]:
+    """The members and log those samples were made from (seeded: the same bytes on every Python)."""
+    rng = random.Random(14)
+    engine = rng.randbytes(3 * 65535 + 1234)  # stored blocks: three full, a short last one, tar padding
+    log = "".join(f"[V] [TRT] layer {i} fused with relu {rng.random():.6f}\n" for i in range(2000)).encode()
+    members = {"engine.plan": engine, "build.json": b'{"bundle_schema":1}\n' * 50,
+               "build.log.gz": (OLD_WRITER / "log_425920d.gz").read_bytes(), "config.json": b'{"pinned":{}}\n',
+               "environment.json": b'{"schema":1}\n', "MANIFEST.sha256": b"0" * 64 + b"  x\n"}
+    return members, log
+
+
+def test_the_previous_writers_bytes_are_written_again(tmp_path: Path) -> None:
+    """Same inputs, same bytes as before this change: on every path (in line, threaded and deferred CRC, writev)."""
+    members, log = _old_inputs()
+    expected = (OLD_WRITER / "archive_425920d.tar.gz").read_bytes()
+    assert archive.gzip_bytes(log) == members["build.log.gz"]
+    assert tar_gz_bytes(members) == expected
+    crc: background.Future[int] = background.Future()
+    background.on_thread("test", (crc, lambda: zlib.crc32(members["engine.plan"])), wait_start=0.001)
+    out = Gathered()
+    write_tar_gz(members, out, crc32={"engine.plan": crc.result})
+    with open(tmp_path / "again.tar.gz", "wb") as fh:
+        write_buffers(fh.fileno(), out.chunks, batch=50_000)
+    assert (tmp_path / "again.tar.gz").read_bytes() == expected
+    assert gathered.sha256_of(out.chunks) == hashlib.sha256(expected).hexdigest()
 
 
 @pytest.fixture
