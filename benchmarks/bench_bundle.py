@@ -19,7 +19,9 @@ batch 1/4/8, a 14.7 MB engine; ``--model example``: the example MobileNetV2,
   bundle's own hash needs) and written once more through ``fileio.write_bytes_atomic`` (fsync, rename).
 
 Prints medians, the bundle size, and bundle / cache miss (issue #14 target: < 5 %
-on the 14.7 MB engine).  The work folder is removed at exit.
+on the 14.7 MB engine).  ``--phases`` also prints where the fresh bundles' time went (probes
+around the writer's steps, each a few microseconds; the threads' work is off the critical path
+unless the critical path waits for it).  The work folder is removed at exit.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout: examples/ is not installed
 
@@ -40,7 +43,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--model", choices=("mnv2_224", "example"), default="mnv2_224")
+    ap.add_argument("--phases", action="store_true", help="also print the fresh bundles' time per step")
     args = ap.parse_args()
+    phases = _Phases() if args.phases else None
 
     from benchmarks.models import mobilenet_v2_224
     from examples.models import mobilenet_v2, save
@@ -80,9 +85,13 @@ def main() -> None:
             engine.record  # noqa: B018 - parsed once, kept by the engine
             times["record"].append(time.perf_counter() - t)
             settings = AuditSettings(bundle_dir=work / f"bundles{i}", rootdir=Path.cwd())
+            if phases is not None:
+                phases.on = True
             t = time.perf_counter()
             info = BundleRecorder(settings, backend=backend.name, _environment=env).bundle(engine)
             times["bundle"].append(time.perf_counter() - t)
+            if phases is not None:
+                phases.on = False
             size = info.size
             t = time.perf_counter()
             hashlib.sha256(engine.result.engine).hexdigest()
@@ -110,8 +119,62 @@ def main() -> None:
         print(f"bundle / cache miss              {bun / miss:8.1%}   target < 5%   "
               f"{'MET' if bun / miss < 0.05 else 'NOT MET'}")
         print(f"(record + bundle) / cache miss   {(med['record'] + bun) / miss:8.1%}")
+        if phases is not None:
+            phases.report(times["bundle"])
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+class _Phases:
+    """Probes around the bundle writer's steps (``--phases``), counted while ``on`` (the fresh bundles only)."""
+
+    STEPS = (  # (module, attribute, label); the order of a bundle's critical path
+        ("pytest_trt.fileio", "acquire_lock", "lock (recorder)"),
+        ("pytest_trt.audit.bundle", "bundle_members", "members (JSON; waits for the log's gzip)"),
+        ("pytest_trt.audit.archive", "write_tar_gz", "archive gathered (deflate of the small members)"),
+        ("pytest_trt.audit.gathered", "write_buffers", "os.writev (copy into the page cache, writeback started)"),
+        ("os", "fsync", "fsync (the disk)"),
+        ("pytest_trt.audit.sidecar", "write_state", "sidecar"),
+    )
+    THREADS = (
+        ("pytest_trt.audit.archive", "gzip_bytes", "log gzip (prep thread; in line for engines under 1 MiB)"),
+        ("pytest_trt.audit.gathered", "sha256_of", "file sha256 (its thread)"),
+    )
+
+    def __init__(self) -> None:
+        import importlib
+
+        self.on = False
+        self.times: dict[str, list[float]] = {}
+        for module, name, label in self.STEPS + self.THREADS:
+            mod = importlib.import_module(module)
+            setattr(mod, name, self._probe(getattr(mod, name), label))
+
+    def _probe(self, fn: Any, label: str) -> Any:
+        def probe(*args: Any, **kwargs: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                if self.on:
+                    self.times.setdefault(label, []).append(time.perf_counter() - t)
+
+        return probe
+
+    def report(self, bundles: list[float]) -> None:
+        print("fresh bundle, per step (medians; the threads run beside the critical path):")
+        rounds = []
+        for _, _, step in self.STEPS:
+            values = self.times.get(step, [])
+            print(f"  {step:62s} {statistics.median(values) * 1000 if values else 0.0:6.2f} ms")
+            rounds.append(values)
+        if all(len(values) == len(bundles) for values in rounds):  # one call per bundle: the rest, round by round
+            other = [total - sum(step[i] for step in rounds) for i, total in enumerate(bundles)]
+            label = "other (recorder, threads started, temp file, rename, waits)"
+            print(f"  {label:62s} {statistics.median(other) * 1000:6.2f} ms")
+        for _, _, work in self.THREADS:
+            values = self.times.get(work, [])
+            print(f"  {work:62s} {statistics.median(values) * 1000 if values else 0.0:6.2f} ms")
 
 
 if __name__ == "__main__":

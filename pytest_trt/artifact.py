@@ -169,6 +169,15 @@ class BuildResult:
             "log_index": self._log_index(),
         }
 
+    def build_json_bytes(self) -> bytes:
+        """build.json's bytes (sorted keys, compact, ASCII), made once: the cache entry writes them, the bundle's
+        build.json embeds them (encoding the log index took ~2 ms per bundle of a 14.7 MB engine, issue #14)."""
+        data = self.__dict__.get("_build_json_bytes")
+        if data is None:
+            text = json.dumps(self.build_json(), sort_keys=True, separators=(",", ":")) + "\n"
+            data = self.__dict__["_build_json_bytes"] = text.encode()
+        return data
+
     def write(self, folder: Path) -> dict[str, str]:
         """Write the artifact folder; return each file's sha256 (hashed from memory, not re-read).
 
@@ -188,7 +197,7 @@ class BuildResult:
         for name, data in files.items():
             (folder / name).write_bytes(data)
         # compact: the per-message log index makes this large, and indented JSON is encoded in pure Python
-        files[BUILD_FILE] = (json.dumps(self.build_json(), sort_keys=True, separators=(",", ":")) + "\n").encode()
+        files[BUILD_FILE] = self.build_json_bytes()
         (folder / BUILD_FILE).write_bytes(files[BUILD_FILE])
         hashes = {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
         hashes[ENGINE_FILE] = self.engine_sha256

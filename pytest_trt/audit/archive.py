@@ -12,14 +12,14 @@ header before any member data is decompressed.
 from __future__ import annotations
 
 import gzip
-import io
 import re
 import struct
 import tarfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from pytest_trt.audit.gathered import Deferred, Gathered
 from pytest_trt.errors import UnsafeMember
 
 #: mtime of every member: the epoch, so no writer's clock leaks into the bytes
@@ -32,11 +32,18 @@ _MEMBER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def gzip_bytes(data: bytes) -> bytes:
-    """gzip ``data`` deterministically (no mtime, no file name in the header)."""
-    buf = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, compresslevel=GZIP_LEVEL, mtime=0) as gz:
-        gz.write(data)
-    return buf.getvalue()
+    """gzip ``data`` deterministically (no mtime, no file name in the header), as :class:`gzip.GzipFile` writes it.
+
+    zlib writes the gzip framing itself, in C calls that release the GIL for all of it (the bundle
+    writer gzips the build log on another core): the same deflate stream (GzipFile's memory level and
+    strategy) and header as ``GzipFile`` at :data:`GZIP_LEVEL` with mtime 0, except the OS byte, zlib's
+    "Unix" (3) set to GzipFile's "unknown" (255).
+    """
+    gz = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS, zlib.DEF_MEM_LEVEL, 0)
+    out = gz.compress(data) + gz.flush()
+    if out[:4] != b"\x1f\x8b\x08\x00" or out[4:8] != bytes(4):
+        raise ValueError(f"zlib wrote an unexpected gzip header {out[:10].hex()}")  # never seen: zlib's fixed fields
+    return out[:9] + b"\xff" + out[10:]
 
 
 def _tarinfo(name: str, size: int) -> tarfile.TarInfo:
@@ -54,6 +61,8 @@ def _tarinfo(name: str, size: int) -> tarfile.TarInfo:
 #: gzip -1 shrank by ~10 % for ~0.6 s on a 14.5 MB MobileNetV2 engine, more than its build (issue #14)
 STORED_MEMBERS = frozenset({"engine.plan"})
 _STORED_BLOCK = 0xFFFF  # the largest deflate stored block
+#: BFINAL 0 and BTYPE 00 (stored), LEN, NLEN: the header of every full block but a member's last
+_FULL_BLOCK_HEADER = b"\x00" + struct.pack("<HH", _STORED_BLOCK, _STORED_BLOCK ^ 0xFFFF)
 #: gzip header of a stored member: no mtime, no name, XFL 0, OS 255 ("unknown"), as GzipFile writes them
 _STORED_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
 
@@ -73,7 +82,8 @@ class SegmentedGzip:
         self._gz: gzip.GzipFile | None = None
         self._stored_left = 0
         self._buf = bytearray()
-        self._crc = 0
+        self._crc: int | Callable[[], int] = 0
+        self._crc_tail = bytearray()  # stored bytes after a CRC still being computed, folded in when it is known
         self._size = 0
         self._open = False
 
@@ -89,18 +99,33 @@ class SegmentedGzip:
             self._gz.close()  # ends the deflated gzip member; the file object stays open
             self._gz = None
         self.fileobj.write(_STORED_HEADER)
-        self._stored_left, self._buf, self._crc, self._size = size, bytearray(), 0, size
+        self._stored_left, self._buf, self._crc, self._crc_tail, self._size = size, bytearray(), 0, bytearray(), size
         self._open = True
         if size == 0:
             self._finish_stored()
 
-    def write_stored(self, data: bytes | bytearray | memoryview) -> None:
+    def write_stored(self, data: bytes | bytearray | memoryview, *,
+                     crc32: int | Callable[[], int] | None = None) -> None:
+        """Stored bytes of the open stored member; ``crc32``: ``zlib.crc32(data)`` when the caller has it, or a
+        function that returns it (called when the member's trailer is written, or, into a :class:`Gathered`,
+        when the trailer is written to the file or hashed).
+
+        A known ``crc32`` is accepted only for the member's first bytes (the running CRC is then 0):
+        the bundle writer computes the engine's on another core while the archive is assembled and written.
+        """
         if not data:
             return
         if not self._open:
             raise ValueError("stored bytes outside a stored member")
         view = memoryview(data).cast("B")
-        self._crc = zlib.crc32(view, self._crc)
+        if crc32 is not None:
+            if self._stored_left != self._size:
+                raise ValueError("a known CRC-32 is only accepted for a stored member's first bytes")
+            self._crc = crc32
+        elif callable(self._crc):
+            self._crc_tail += view
+        else:
+            self._crc = zlib.crc32(view, self._crc)
         self._stored_left -= len(view)
         if self._stored_left < 0:
             raise ValueError("more stored bytes than announced")
@@ -113,8 +138,10 @@ class SegmentedGzip:
             if len(self._buf) == _STORED_BLOCK and (pos < len(view) or self._stored_left > 0):
                 self._block(self._buf, final=False)
                 self._buf = bytearray()
+        write = self.fileobj.write
         while len(view) - pos > _STORED_BLOCK or (len(view) - pos == _STORED_BLOCK and self._stored_left > 0):
-            self._block(view[pos : pos + _STORED_BLOCK], final=False)
+            write(_FULL_BLOCK_HEADER)  # the header of every full, non-final block: one constant
+            write(view[pos : pos + _STORED_BLOCK])
             pos += _STORED_BLOCK
         self._buf += view[pos:]
         if self._stored_left == 0:
@@ -129,7 +156,19 @@ class SegmentedGzip:
         self._block(bytes(self._buf), final=True)
         self._buf = bytearray()
         self._open = False
-        self.fileobj.write(struct.pack("<II", self._crc & 0xFFFFFFFF, self._size & 0xFFFFFFFF))
+        crc, tail, size = self._crc, bytes(self._crc_tail), self._size & 0xFFFFFFFF
+        if not callable(crc):
+            self.fileobj.write(struct.pack("<II", crc & 0xFFFFFFFF, size))
+            return
+
+        def trailer() -> bytes:
+            return struct.pack("<II", zlib.crc32(tail, crc()) & 0xFFFFFFFF, size)
+
+        write_deferred = getattr(self.fileobj, "write_deferred", None)
+        if write_deferred is not None:
+            write_deferred(Deferred(8, trailer))
+        else:
+            self.fileobj.write(trailer())
 
     def close(self) -> None:
         if self._gz is not None:
@@ -143,16 +182,20 @@ class SegmentedGzip:
         self.close()
 
 
-def write_tar_gz(members: Mapping[str, bytes], fileobj: io.BufferedIOBase | io.BytesIO) -> None:
+def write_tar_gz(members: Mapping[str, bytes], fileobj: Any, *,
+                 crc32: Mapping[str, int | Callable[[], int]] | None = None) -> None:
     """Write ``members`` (flat names) as a deterministic tar.gz into ``fileobj``.
 
     USTAR headers (no PAX records, whose fields could carry atime/ctime or locale-dependent
     values; our flat names fit its 100-byte limit), members sorted by name, the end-of-archive
     blocks and padding to a 10 KiB record, exactly as :mod:`tarfile` writes them; the gzip
-    stream as :class:`SegmentedGzip` frames it.
+    stream as :class:`SegmentedGzip` frames it.  ``crc32``: ``zlib.crc32`` of stored members'
+    data, or functions that return it, already computed or being computed elsewhere (the bytes are
+    the same whether it is given or not).
     """
     for name in members:
         check_member_name(name)
+    known = crc32 or {}
     offset = 0
     with SegmentedGzip(fileobj) as gz:
         for name in sorted(members):
@@ -161,7 +204,7 @@ def write_tar_gz(members: Mapping[str, bytes], fileobj: io.BufferedIOBase | io.B
             gz.write(member_header(name, len(data)))
             if name in STORED_MEMBERS:
                 gz.begin_stored(len(data) + len(pad))
-                gz.write_stored(data)
+                gz.write_stored(data, crc32=known.get(name))
                 gz.write_stored(pad)
             else:
                 gz.write(data + pad)
@@ -171,9 +214,9 @@ def write_tar_gz(members: Mapping[str, bytes], fileobj: io.BufferedIOBase | io.B
 
 
 def tar_gz_bytes(members: Mapping[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    write_tar_gz(members, buf)
-    return buf.getvalue()
+    out = Gathered()
+    write_tar_gz(members, out)
+    return out.getvalue()
 
 
 def check_member_name(name: str) -> None:

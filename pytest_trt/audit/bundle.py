@@ -27,12 +27,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
-from collections.abc import Mapping
+import zlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_trt.audit.background import Future, on_thread
 from pytest_trt.audit.manifest import MANIFEST, render_manifest, sha256_hex
 from pytest_trt.audit.profiles import normalized_effective
 from pytest_trt.audit.sign import SIGNATURE, sign_manifest
@@ -62,6 +63,10 @@ BUNDLE_DIR_MODE = 0o750
 REQUIRED = (BUILD, CONFIG, ENVIRONMENT, LOG, MANIFEST)
 KNOWN = frozenset(REQUIRED + (ENGINE, ENGINE_HASH, CALIBRATION_CACHE, CALIBRATION, GOLDEN, SIGNATURE))
 
+#: engines from this size have their CRC-32 computed on a thread (zlib releases the GIL above 5 KiB)
+_CRC_ON_THREAD = 1 << 20
+#: how long the writer waits for its prep thread to begin: ~0.1 ms with a free core; with none, not 4 ms
+_PREP_START_WAIT_S = 0.001
 _VENDOR_WORDS = {"nvidia", "geforce", "tesla", "quadro"}
 
 
@@ -124,6 +129,24 @@ def bundle_name(result: BuildResult) -> str:
     return f"{name}-v{version}-{prefix}{major_minor}-{device_slug(result.device)}.tar.gz"
 
 
+def build_member(result: BuildResult, *, record: BuildRecord | None, include_engine: bool) -> bytes:
+    """``build.json``: canonical JSON of the bundle schema, the build (the cache entry's build.json) and the record.
+
+    The build's part is the cache entry's build.json bytes, made once per result
+    (:meth:`~pytest_trt.artifact.BuildResult.build_json_bytes`), set into the text: ``"build"`` sorts
+    first, and a canonical object's text is its members' canonical texts in key order.  When either
+    part holds an escaped character, the whole is encoded here instead (canonical JSON spells
+    non-ASCII text as UTF-8, which the escaped ASCII spelling of the parts is not).
+    """
+    head = {"bundle_schema": BUNDLE_SCHEMA, "engine_included": include_engine,
+            "record": record.to_dict() if record is not None else None}
+    rest = canonical_json(head)
+    build = result.build_json_bytes()
+    if b"\\u" in build or b"\\u" in rest or not build.endswith(b"}\n"):
+        return canonical_json({**head, "build": result.build_json()})
+    return b'{"build":' + build[:-1] + b"," + rest[1:]
+
+
 def bundle_members(
     result: BuildResult,
     *,
@@ -134,8 +157,13 @@ def bundle_members(
     calibration_cache: bytes | None = None,
     qdq_model_sha256: str | None = None,
     sign_key: Path | None = None,
+    log_gz: Callable[[], bytes] | None = None,
 ) -> dict[str, bytes]:
-    """Every member of the bundle for ``result``, name -> bytes, manifest and signature included."""
+    """Every member of the bundle for ``result``, name -> bytes, manifest and signature included.
+
+    ``log_gz``: returns ``build.log.gz`` of ``result``'s log, called once the other members are made
+    (the writer gzips the log on another core meanwhile).
+    """
     from pytest_trt.audit.archive import gzip_bytes  # with tarfile and gzip: not on a cache hit's path
 
     members: dict[str, bytes] = {}
@@ -144,15 +172,7 @@ def bundle_members(
         members[ENGINE] = result.engine
     else:
         members[ENGINE_HASH] = f"{engine_sha}  {ENGINE}\n".encode("ascii")
-    members[LOG] = gzip_bytes(result.log_bytes())
-    members[BUILD] = canonical_json(
-        {
-            "bundle_schema": BUNDLE_SCHEMA,
-            "engine_included": include_engine,
-            "build": result.build_json(),
-            "record": record.to_dict() if record is not None else None,
-        }
-    )
+    members[BUILD] = build_member(result, record=record, include_engine=include_engine)
     members[CONFIG] = canonical_json(
         {
             "pinned": result.config,
@@ -170,6 +190,7 @@ def bundle_members(
         members[CALIBRATION] = canonical_json(calib)
     if golden_results:
         members[GOLDEN] = canonical_json({"schema": 1, "checks": dict(golden_results)})
+    members[LOG] = gzip_bytes(result.log_bytes()) if log_gz is None else log_gz()
     # the engine's hash is known: hashing 14.5 MB again cost 7 ms per bundle
     manifest = render_manifest({name: engine_sha if name == ENGINE else sha256_hex(data)
                                 for name, data in members.items()})
@@ -207,54 +228,6 @@ def inputs_digest(
     return hashlib.sha256(json.dumps(material, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
 
 
-class _HashingWriter:
-    """Passes writes through to a file and keeps them, to hash the file's bytes without reading it back.
-
-    The chunks are references (the engine's blocks are views of its bytes, nothing is copied);
-    :meth:`hash_in_background` hashes them on a thread while the caller fsyncs the file
-    (hashlib and fsync both release the GIL), which takes the bundle's sha256 off its critical path.
-    """
-
-    def __init__(self, fh: Any) -> None:
-        self.fh = fh
-        self.chunks: list[bytes | memoryview] = []
-        self.size = 0
-        self._digest: list[str] = []
-        self._thread: threading.Thread | None = None
-
-    def write(self, data: bytes | bytearray | memoryview) -> int:
-        # writable memory may be reused by its writer: keep a copy (a stored block's gathered tail);
-        # views of bytes (the engine's blocks) and bytes objects are immutable: kept as they are
-        if isinstance(data, bytes) or (isinstance(data, memoryview) and data.readonly):
-            self.chunks.append(data)
-        else:
-            self.chunks.append(bytes(data))
-        self.size += len(data)
-        return int(self.fh.write(data))
-
-    def flush(self) -> None:
-        self.fh.flush()
-
-    def _hash(self) -> None:
-        h = hashlib.sha256()
-        for chunk in self.chunks:
-            h.update(chunk)
-        self._digest.append(h.hexdigest())
-
-    def hash_in_background(self) -> None:
-        self._thread = threading.Thread(target=self._hash, name="pytest-trt-bundle-sha256")
-        self._thread.start()
-
-    def hexdigest(self) -> str:
-        """The sha256 of everything written (waits for the background hash, or hashes here)."""
-        if self._thread is not None:
-            self._thread.join()
-        if not self._digest:
-            self._hash()
-        self.chunks = []
-        return self._digest[0]
-
-
 def write_bundle(
     result: BuildResult,
     out_dir: Path,
@@ -282,6 +255,20 @@ def write_bundle(
     state = sidecar.read_state(path) if reuse else None
     if state is not None and inputs_sha256 is not None and state.inputs_sha256 == inputs_sha256:
         return _info(path, state.sha256, state.size, result)
+    golden = dict(golden_results) if golden_results else None
+    # a bundle will be written (none on disk, or one of another engine or other golden verdicts): the log's gzip and
+    # the engine's CRC-32 (the stored gzip member's trailer), both GIL-free zlib calls, run on other cores while
+    # the JSON members are encoded; otherwise (a cache hit's first session) the members are likely the same
+    will_write = state is None or state.engine_sha256 != result.engine_sha256 or (state.golden or None) != golden
+    crc: Future[int] | None = None
+    log_gz: Future[bytes] | None = None
+    if will_write and include_engine and len(result.engine) >= _CRC_ON_THREAD:
+        from pytest_trt.audit.archive import gzip_bytes
+
+        log, engine_bytes = result.log_bytes(), result.engine
+        log_gz, crc = Future(), Future()  # the log first: its member is needed first
+        on_thread("pytest-trt-bundle-prep", (log_gz, lambda: gzip_bytes(log)), (crc, lambda: zlib.crc32(engine_bytes)),
+                   wait_start=_PREP_START_WAIT_S)
     members = bundle_members(
         result,
         record=record,
@@ -291,9 +278,9 @@ def write_bundle(
         calibration_cache=calibration_cache,
         qdq_model_sha256=qdq_model_sha256,
         sign_key=sign_key,
+        log_gz=log_gz.result if log_gz is not None else None,
     )
     digest = sidecar.members_digest(members[MANIFEST], members.get(SIGNATURE))
-    golden = dict(golden_results) if golden_results else None
     if state is not None and state.members_sha256 == digest:
         if inputs_sha256 is not None:  # same bytes from other inputs (or a fresh build): remember these inputs
             sidecar.write_state(path, members_sha256=digest, sha256=state.sha256, size=state.size,
@@ -301,22 +288,30 @@ def write_bundle(
         return _info(path, state.sha256, state.size, result)
     # mode applies when the folder is created here; an existing folder keeps its mode
     path.parent.mkdir(parents=True, exist_ok=True, mode=BUNDLE_DIR_MODE)
-    sink: list[_HashingWriter] = []
+    engine = members.get(ENGINE)
+    # the CRC is waited for only when the stored member's trailer is written (or hashed), near the file's end
+    known_crc = {ENGINE: crc.result} if crc is not None and engine is result.engine else None
+    hashed: list[tuple[int, Future[str]]] = []
 
     def writer(fh: Any) -> None:
+        from pytest_trt.audit import gathered
         from pytest_trt.audit.archive import write_tar_gz
 
-        hashing = _HashingWriter(fh)
-        sink.append(hashing)
-        write_tar_gz(members, hashing)  # type: ignore[arg-type]
-        hashing.hash_in_background()  # while write_atomic flushes and fsyncs
+        out = gathered.Gathered()  # the archive as a list of buffers: the engine's blocks are views of its bytes
+        write_tar_gz(members, out, crc32=known_crc)
+        # the file's sha256 on another core while the buffers are written and fsynced (both release the GIL)
+        sha256: Future[str] = Future()
+        hashed.append((out.size, sha256))
+        on_thread("pytest-trt-bundle-sha256", (sha256, lambda: gathered.sha256_of(out.chunks)))
+        fh.flush()
+        gathered.write_buffers(fh.fileno(), out.chunks)
 
     # replacing a 0444 bundle is allowed: os.replace needs write permission on the folder, not the file
     try:
         write_atomic(path, writer, mode=BUNDLE_FILE_MODE)
     finally:
-        file_sha256 = sink[0].hexdigest() if sink else ""  # joins the hashing thread whatever happened
-    info = _info(path, file_sha256, sink[0].size, result)
+        file_sha256 = hashed[0][1].result() if hashed else ""  # joins the hashing thread whatever happened
+    info = _info(path, file_sha256, hashed[0][0], result)
     sidecar.write_state(path, members_sha256=digest, sha256=info.sha256, size=info.size,
                         engine_sha256=info.engine_sha256, golden=golden, inputs_sha256=inputs_sha256)
     return info

@@ -82,17 +82,16 @@ def test_a_replaced_well_formed_log_is_refused_by_its_hash(small_signed_bundle, 
 _DIE_MID_WRITE = textwrap.dedent("""
     import os, sys
     from pathlib import Path
-    import pytest_trt.audit.archive as archive_mod
+    import pytest_trt.audit.gathered as gathered_mod
     import pytest_trt.audit.bundle as bundle_mod
     from tests.audit.rtx_build import build_small
 
-    def dying_writer(members, fileobj):
-        fileobj.write(b"\\x1f\\x8b partial bundle bytes")
-        fileobj.flush()
+    def dying_writer(fd, chunks, **options):
+        os.write(fd, bytes(chunks[0])[:100])  # the archive's first bytes reach the file, then
         os._exit(17)  # the writer process dies: no cleanup, no exception handler runs
 
     result = build_small()
-    archive_mod.write_tar_gz = dying_writer  # the bundle writer imports it from there when it writes
+    gathered_mod.write_buffers = dying_writer  # the bundle writer calls it through its module when it writes
     bundle_mod.write_bundle(result, Path(sys.argv[1]), record=None, environment={"schema": 1},
                             include_engine=False, name=sys.argv[2])
 """)
