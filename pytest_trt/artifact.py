@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from pytest_trt.background import Future, on_thread
+
 SEVERITIES = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE")
 ARTIFACT_SCHEMA = 1
 ENGINE_FILE = "engine.plan"
@@ -54,22 +56,20 @@ class EngineDigest:
     """The sha256 of an engine's bytes, computed on a thread from the moment the build returns.
 
     hashlib releases the GIL, so a 14.7 MB engine (~7 ms) is hashed while the log is converted and
-    the cache entry's other files are encoded; :meth:`hexdigest` waits for it.
+    the cache entry's other files are encoded; :meth:`hexdigest` waits for it.  The thread is started
+    without waiting for it to run (:func:`pytest_trt.background.on_thread`).
     """
 
     def __init__(self, engine: bytes) -> None:
         self._engine = engine
-        self._value = ""
-        self._thread = threading.Thread(target=self._run, name="pytest-trt-engine-sha256", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        self._value = hashlib.sha256(self._engine).hexdigest()
+        self._future: Future[str] = Future()
+        on_thread("engine-sha256", (self._future, lambda: hashlib.sha256(engine).hexdigest()))
 
     def hexdigest(self) -> str:
-        self._thread.join()
-        # the thread cannot fail short of MemoryError; then hash here rather than return nothing
-        return self._value or hashlib.sha256(self._engine).hexdigest()
+        try:
+            return self._future.result()
+        except Exception:  # only a MemoryError on the thread: hash here rather than give no digest
+            return hashlib.sha256(self._engine).hexdigest()
 
 
 def iter_log_lines(entries: Iterable[LogEntry]) -> Iterator[str]:

@@ -7,7 +7,7 @@ entry, failure log) live here so they can be used and tested without pytest.
 
 from __future__ import annotations
 
-import threading
+import atexit
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_trt.artifact import format_log
 from pytest_trt.backends.request import BuildRequest
+from pytest_trt.background import Future, on_thread
 from pytest_trt.cache import EngineCache
 from pytest_trt.errors import BuildFailed, CacheCorrupt, EngineNotBuilt
 
@@ -23,6 +24,17 @@ if TYPE_CHECKING:
     from pytest_trt.backends.base import Backend
     from pytest_trt.config import BuildConfig
     from pytest_trt.engine import Engine
+
+
+#: cache entries still being written, by any provider: the interpreter waits for them at exit (a thread
+#: started by on_thread is not joined by Python's shutdown, as a non-daemon threading.Thread would be)
+_PENDING: set[Future[None]] = set()
+
+
+@atexit.register
+def _wait_for_cache_writers() -> None:
+    for written in list(_PENDING):
+        written.result()
 
 
 @dataclass
@@ -59,7 +71,7 @@ class EngineProvider:
         self._requests: dict[int, BuildRequest] = {}
         self._validated: set[str] = set()
         self.events: list[EngineEvent] = []
-        self._writers: list[threading.Thread] = []
+        self._writers: list[Future[None]] = []
         self.write_errors: list[str] = []
 
     @property
@@ -155,10 +167,13 @@ class EngineProvider:
             result.start_engine_digest()  # hashed on a thread from now (a no-op when the backend started it)
             # The test goes on with the engine in memory while a thread writes the cache entry;
             # the key's lock is held until the entry is complete, so other workers wait for it.
-            writer = threading.Thread(target=self._store, args=(key, result, lock), name=f"pytest-trt-cache-{key[:8]}")
-            writer.start()
+            # The thread starts without waiting for it to run (Thread.start waits: up to 4 ms on a busy
+            # machine); flush() waits for the entry, and so does the interpreter's exit.
+            written: Future[None] = Future()
+            _PENDING.add(written)
+            on_thread("cache-writer", (written, lambda: self._store(key, result, lock)))
             handed_off = True
-            self._writers.append(writer)
+            self._writers.append(written)
         finally:
             if not handed_off:
                 lock.release()
@@ -185,7 +200,9 @@ class EngineProvider:
     def flush(self) -> list[str]:
         """Wait until every cache entry of this session is on disk; return the write errors."""
         while self._writers:
-            self._writers.pop().join()
+            written = self._writers.pop()
+            written.result()
+            _PENDING.discard(written)
         self._store_records()
         return list(self.write_errors)
 

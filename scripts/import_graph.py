@@ -25,7 +25,7 @@ from pathlib import Path
 #: lowest first; a module may import from its own layer and the layers before it
 LAYERS: tuple[tuple[str, ...], ...] = (
     # 0 foundations: no pytest_trt imports beyond this layer
-    ("errors", "units", "fileio", "hostprobe", "onnx_limits"),
+    ("errors", "units", "fileio", "hostprobe", "onnx_limits", "background"),
     # 1 what a build is made of and what its log says
     ("artifact", "config", "calibration", "buildlog"),
     # 2 the backends that build and run engines

@@ -33,11 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_trt.audit.background import Future, on_thread
 from pytest_trt.audit.manifest import MANIFEST, render_manifest, sha256_hex
 from pytest_trt.audit.profiles import normalized_effective
 from pytest_trt.audit.sign import SIGNATURE, sign_manifest
 from pytest_trt.backends import registry
+from pytest_trt.background import Future, on_thread
 from pytest_trt.fileio import write_atomic
 
 if TYPE_CHECKING:

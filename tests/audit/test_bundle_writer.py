@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from pytest_trt.audit import archive, background, gathered
+from pytest_trt import background
+from pytest_trt.audit import archive, gathered
 from pytest_trt.audit import bundle as bundle_mod
 from pytest_trt.audit.archive import SegmentedGzip, tar_gz_bytes, write_tar_gz
 from pytest_trt.audit.bundle import BUILD, bundle_members, write_bundle

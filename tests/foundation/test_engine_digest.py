@@ -67,3 +67,39 @@ def test_a_real_rtx_build_hands_its_running_digest_to_the_result(tmp_path: Path)
     assert result.engine_sha256 == hashlib.sha256(result.engine).hexdigest()
     assert result.pending_engine_digest() is None  # waited for once; the value is kept
     assert result.engine_sha256 == hashlib.sha256(result.engine).hexdigest()
+
+
+EXIT_SCRIPT = """
+import sys
+from pathlib import Path
+from pytest_trt.config import BuildConfig, Profile
+from pytest_trt.session import EngineProvider
+from pytest_trt.testing import FakeBackend
+from pytest_trt.testing.models import write_classifier
+
+onnx = write_classifier(Path(sys.argv[1]) / "m.onnx")
+config = BuildConfig(name="m", onnx=onnx, profiles=[Profile(x=((1, 8), (2, 8), (4, 8)))])
+provider = EngineProvider("fake", cache_dir=Path(sys.argv[1]) / "cache", build=True, backend=FakeBackend())
+engine = provider.get(config)
+print(provider.key_for(config), engine.result.engine_sha256)
+# no flush(): the process ends with the cache entry's writer maybe still running
+"""
+
+
+def test_a_cache_entry_being_written_when_the_process_ends_is_completed(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from pytest_trt.testing.models import write_classifier
+
+    write_classifier  # noqa: B018 - the script imports it; fail here if it moved
+    proc = subprocess.run([sys.executable, "-c", EXIT_SCRIPT, str(tmp_path)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    key, engine_sha = proc.stdout.split()
+    entry = tmp_path / "cache" / key[:2] / key
+    files = json.loads((entry / "entry.json").read_text())["files"]
+    assert files["engine.plan"] == engine_sha == hashlib.sha256((entry / "engine.plan").read_bytes()).hexdigest()
+    staging = tmp_path / "cache" / "tmp"
+    assert not staging.exists() or not any(staging.iterdir()), "no half-written entry is left behind"
