@@ -72,6 +72,11 @@ class EngineDigest:
             return hashlib.sha256(self._engine).hexdigest()
 
 
+def _write_file(path: Path, data: bytes) -> None:
+    with open(path, "wb") as fh:
+        fh.write(data)
+
+
 def iter_log_lines(entries: Iterable[LogEntry]) -> Iterator[str]:
     """The lines of ``build.log`` for ``entries``, without newlines."""
     for e in entries:
@@ -148,7 +153,7 @@ class BuildResult:
             if lazy is not None and "log" not in self.__dict__:
                 index = tuple((s, float(t), int(n)) for s, t, n in _index_rows(lazy[2]))
             else:
-                index = tuple((e.severity, e.time, e.text.count("\n") + 1) for e in self.log)
+                index = tuple([(s, t, x.count("\n") + 1) for s, t, x in self.log])
             self.__dict__["_log_index_rows"] = index
         return [list(row) for row in index]
 
@@ -188,17 +193,16 @@ class BuildResult:
         # build.json, which records it, waits for it.
         self.start_engine_digest()
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / ENGINE_FILE).write_bytes(self.engine)
+        _write_file(folder / ENGINE_FILE, self.engine)
         conf = {"pinned": self.config, "effective": self.effective_config}
         files = {
             LOG_FILE: self.log_bytes(),
             CONFIG_FILE: (json.dumps(conf, indent=2, sort_keys=True) + "\n").encode("utf-8"),
+            # compact: the per-message log index makes it large; indented JSON is encoded in pure Python
+            BUILD_FILE: self.build_json_bytes(),
         }
         for name, data in files.items():
             (folder / name).write_bytes(data)
-        # compact: the per-message log index makes this large, and indented JSON is encoded in pure Python
-        files[BUILD_FILE] = self.build_json_bytes()
-        (folder / BUILD_FILE).write_bytes(files[BUILD_FILE])
         hashes = {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
         hashes[ENGINE_FILE] = self.engine_sha256
         return dict(sorted(hashes.items()))

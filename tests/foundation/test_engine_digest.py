@@ -103,3 +103,31 @@ def test_a_cache_entry_being_written_when_the_process_ends_is_completed(tmp_path
     assert files["engine.plan"] == engine_sha == hashlib.sha256((entry / "engine.plan").read_bytes()).hexdigest()
     staging = tmp_path / "cache" / "tmp"
     assert not staging.exists() or not any(staging.iterdir()), "no half-written entry is left behind"
+
+
+def test_a_failed_engine_write_publishes_no_cache_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import errno
+
+    from pytest_trt import artifact
+    from pytest_trt.cache import EngineCache
+
+    result = artifact.BuildResult(
+        backend="fake", engine=b"\x01" * 100_000, log=ENTRIES, config={"name": "m"}, effective_config={},
+        config_hash="c" * 64, onnx_sha256="0" * 64, durations={"build": 0.1}, versions={}, device={"kind": "cpu"},
+        backend_version="0.0")
+
+    def full_disk(path: Path, data: bytes) -> None:
+        path.write_bytes(data[:10])  # a torn start, then the device is full
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(artifact, "_write_file", full_disk)
+    cache = EngineCache(tmp_path / "cache")
+    key = "ab" * 32
+    with pytest.raises(OSError, match="No space left"):
+        cache.store(key, result)
+    assert not cache.entry_dir(key).exists()
+    assert not any((tmp_path / "cache" / "tmp").iterdir())  # the half-written folder is removed
+    monkeypatch.undo()
+    stored = cache.store(key, result)  # with room again: a whole entry
+    assert hashlib.sha256((stored / "engine.plan").read_bytes()).hexdigest() == hashlib.sha256(result.engine).hexdigest()
+    assert cache.load(key) is not None
