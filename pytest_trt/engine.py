@@ -105,6 +105,20 @@ class Engine(_Assertions):
             return record
         return self.backend.record(self.result, self.config)
 
+    def record_facts(self) -> dict[str, Any]:
+        """``{"layers": n, "fusions": n, "precisions": {...}}`` of this build (test reports, the session summary).
+
+        On a cache hit they are read from the record stored with the entry without making the record
+        (:func:`pytest_trt.record_store.load_facts`); otherwise they come from :attr:`record`.
+        """
+        if not self.record_parsed and self.cached and self.artifact_dir is not None:
+            from pytest_trt.record_store import load_facts
+
+            facts = load_facts(self.artifact_dir, self.result)
+            if facts is not None:
+                return facts
+        return self.record.facts()
+
     @property
     def record_parsed(self) -> bool:
         """Whether ``record`` was computed in this session (it is stored with a built entry at flush)."""

@@ -26,7 +26,7 @@ RECORD_FILE = "record.json"
 
 def _stamp(folder: Path, result: BuildResult) -> dict[str, Any]:
     from pytest_trt import __version__
-    from pytest_trt.buildlog.record import RECORD_SCHEMA
+    from pytest_trt.buildlog.schema import RECORD_SCHEMA
 
     return {"key": folder.name, "engine_sha256": result.engine_sha256, "record_schema": RECORD_SCHEMA,
             "pytest_trt": __version__}
@@ -45,6 +45,28 @@ def load_record(folder: Path, result: BuildResult) -> BuildRecord | None:
         return None
 
 
+def load_facts(folder: Path, result: BuildResult) -> dict[str, Any] | None:
+    """The stored record's :meth:`~pytest_trt.buildlog.record.BuildRecord.facts` (layer and fusion counts, precisions)
+    without making the record, or None (no record stored, a stale one, or one stored before facts were).
+
+    A cache hit's test report needs only these: reading them skips the record classes and ~200 objects
+    per engine (issue #14: the 50-test suite from the cache).
+    """
+    try:
+        data = json.loads((folder / RECORD_FILE).read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or data.get("stamp") != _stamp(folder, result):
+            return None
+        facts = data.get("facts")
+        if not isinstance(facts, dict) or not all(isinstance(facts.get(k), int) for k in ("layers", "fusions")):
+            return None
+        precisions = facts.get("precisions")
+        if not isinstance(precisions, dict) or not all(isinstance(v, int) for v in precisions.values()):
+            return None
+        return {"layers": facts["layers"], "fusions": facts["fusions"], "precisions": dict(precisions)}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+
+
 def save_record(folder: Path, result: BuildResult, record: BuildRecord) -> bool:
     """Store ``record`` in the complete entry ``folder``; False when it cannot (read-only cache, no entry)."""
     from pytest_trt.buildlog.record import BuildRecord
@@ -52,7 +74,7 @@ def save_record(folder: Path, result: BuildResult, record: BuildRecord) -> bool:
 
     if not folder.is_dir():
         return False
-    payload = {"stamp": _stamp(folder, result), "record": record.to_dict()}
+    payload = {"stamp": _stamp(folder, result), "record": record.to_dict(), "facts": record.facts()}
     text = json.dumps(payload, sort_keys=True)
     if BuildRecord.from_dict(json.loads(text)["record"]) != record:
         return False  # a field JSON does not carry exactly: keep parsing the log instead

@@ -34,7 +34,7 @@ def summary_rows(provider: EngineProvider) -> list[dict[str, Any]]:
     for ev in provider.events:
         e = ev.engine
         try:
-            layers: Any = len(e.record.layers)
+            layers: Any = e.record_facts()["layers"]  # a cache hit's stored facts: no record made
         except Exception as exc:  # an unparsable record must not hide the table
             layers = f"? ({type(exc).__name__})"
         rows.append(

@@ -244,13 +244,15 @@ class BundleRecorder:
 
     def audit(self, engine: Engine, verdicts: list[Mapping[str, Any]]) -> EngineAudit:
         """Bundle ``engine`` and describe it for one test's report; never raises for I/O problems."""
-        from pytest_trt.audit.summary import precision_summary
         from pytest_trt.errors import TrtError
 
         verdict = "; ".join(str(v.get("verdict", "?")) for v in verdicts) or "not checked"
-        record = self._record(engine)
-        fusions = len(record.fusions) if record is not None else None
-        precisions = precision_summary(record) if record is not None else None
+        try:  # a cache hit's stored facts: the record itself is made only if the bundle needs it
+            facts: dict[str, Any] | None = engine.record_facts()
+        except Exception:  # noqa: BLE001 - a record the backend cannot parse must not lose the bundle
+            facts = None
+        fusions = facts["fusions"] if facts is not None else None
+        precisions = facts["precisions"] if facts is not None else None
         try:
             info: BundleInfo | None = self.bundle(engine)
             error = None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,10 +11,7 @@ if TYPE_CHECKING:
 
 def precision_summary(record: BuildRecord) -> dict[str, int]:
     """Compute layers per precision (``{"Float": 40, "Half": 3}``), most common first."""
-    counts = Counter(
-        layer.precision or "unknown" for layer in record.layers if layer.kind == "compute"
-    )
-    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return record.precision_counts()
 
 
 def format_precisions(summary: dict[str, int]) -> str:

@@ -30,7 +30,7 @@ def cache_key(
 ) -> str:
     """sha256 over the ONNX hash, the canonical config, backend name and versions, device and schema versions."""
     from pytest_trt.artifact import ARTIFACT_SCHEMA
-    from pytest_trt.buildlog.record import RECORD_SCHEMA  # the buildlog package is not loaded with the plugin
+    from pytest_trt.buildlog.schema import RECORD_SCHEMA  # not the record classes: a cache hit may never need them
 
     material = {
         "schema": [CACHE_SCHEMA, ARTIFACT_SCHEMA, RECORD_SCHEMA],

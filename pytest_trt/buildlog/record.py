@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .parts import DTYPES, FusionEvent, Layer, Memory, Message, Subgraph, TensorInfo
+from .schema import RECORD_SCHEMA
 
 if TYPE_CHECKING:
     from .calibfacts import CalibrationFacts
@@ -20,7 +21,6 @@ if TYPE_CHECKING:
 __all__ = ["DTYPES", "RECORD_SCHEMA", "BuildRecord", "FusionEvent", "Layer", "Memory", "Message", "Subgraph",
            "TensorInfo"]
 
-RECORD_SCHEMA = 1
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,20 @@ class BuildRecord:
     quantization: dict[str, Any] = field(default_factory=dict)
 
     # -- derived facts -------------------------------------------------
+    def precision_counts(self) -> dict[str, int]:
+        """Compute layers per precision (``{"Float": 40, "Half": 3}``), most common first."""
+        counts: dict[str, int] = {}
+        for layer in self.layers:
+            if layer.kind == "compute":
+                key = layer.precision or "unknown"
+                counts[key] = counts.get(key, 0) + 1
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    def facts(self) -> dict[str, Any]:
+        """What a test report and the session summary show of a build: its layer and fusion counts and
+        compute layers per precision."""
+        return {"layers": len(self.layers), "fusions": len(self.fusions), "precisions": self.precision_counts()}
+
     @property
     def fusions(self) -> tuple[Layer, ...]:
         """Layers that implement two or more ONNX nodes."""

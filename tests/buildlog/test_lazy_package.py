@@ -27,7 +27,8 @@ def test_reading_a_record_loads_no_parser() -> None:
     code = ("import sys, pytest_trt.buildlog.record\n"
             "print(sorted(m for m in sys.modules if m.startswith('pytest_trt.buildlog')))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "['pytest_trt.buildlog', 'pytest_trt.buildlog.parts', 'pytest_trt.buildlog.record']"
+    assert out.stdout.strip() == ("['pytest_trt.buildlog', 'pytest_trt.buildlog.parts', 'pytest_trt.buildlog.record', "
+                                  "'pytest_trt.buildlog.schema']")
 
 
 def test_public_names_resolve_and_unknown_ones_raise() -> None:
