@@ -111,13 +111,18 @@ class Engine(_Assertions):
         On a cache hit they are read from the record stored with the entry without making the record
         (:func:`pytest_trt.record_store.load_facts`); otherwise they come from :attr:`record`.
         """
+        known = self.__dict__.get("_record_facts")  # read once per engine (every test's report asks)
+        if known is not None:
+            return dict(known)
+        facts = None
         if not self.record_parsed and self.cached and self.artifact_dir is not None:
             from pytest_trt.record_store import load_facts
 
             facts = load_facts(self.artifact_dir, self.result)
-            if facts is not None:
-                return facts
-        return self.record.facts()
+        if facts is None:
+            facts = self.record.facts()
+        self.__dict__["_record_facts"] = facts
+        return dict(facts)
 
     @property
     def record_parsed(self) -> bool:
