@@ -201,6 +201,33 @@ MUTANTS = (
            "            self.flag, self.choices_of() if self.choices_of is not None else self.choices)",
            ("tests/foundation/test_options.py", "tests/backends/test_registry.py"),
            "the choices are read once: a backend registered by a -p plugin later is refused by --trt-backend"),
+    # -- issue #14, fourth pass: the build's digest, the cache writer, stored facts, versions, the bundle writer ---
+    Mutant("engine-digest-not-handed-on", "pytest_trt/backends/tensorrt.py",
+           "            final.start_engine_digest(result.pending_engine_digest())\n", "",
+           ("tests/foundation/test_engine_digest.py",),
+           "the sha256 started when the build returned is dropped: the cache write waits for a second one"),
+    Mutant("build-log-lines-run-together", "pytest_trt/artifact.py",
+           'return "".join([f"[{e.severity}] {e.text}\\n" for e in entries])',
+           'return "".join([f"[{e.severity}] {e.text}" for e in entries])',
+           ("tests/foundation/test_engine_digest.py",), "build.log loses its line ends"),
+    Mutant("cache-writer-not-awaited-at-exit", "pytest_trt/session.py",
+           "@atexit.register\n", "", ("tests/foundation/test_engine_digest.py",),
+           "a script that never calls flush() exits while its cache entry is half written"),
+    Mutant("facts-of-any-engine", "pytest_trt/record_store.py",
+           '        if not isinstance(data, dict) or data.get("stamp") != _stamp(folder, result):\n'
+           '            return None\n        facts = data.get("facts")',
+           '        facts = data.get("facts")', ("tests/foundation/test_record_facts.py",),
+           "a report shows the fusion count of another engine's record"),
+    Mutant("facts-never-stored", "pytest_trt/record_store.py",
+           ', "facts": record.facts()}', "}", ("tests/foundation/test_record_facts.py",),
+           "every cache hit makes the records again (the suite's cost)"),
+    Mutant("metadata-version-from-readme", "pytest_trt/backends/registry.py",
+           "            break  # the end of the header: what follows is the description",
+           "            continue", ("tests/backends/test_registry.py",),
+           "a 'Version:' line in a package's README becomes its version in the cache key"),
+    Mutant("bundle-crc-trailer-zero", "pytest_trt/audit/archive.py",
+           'struct.pack("<II", crc & 0xFFFFFFFF, size)', 'struct.pack("<II", 0, size)',
+           ("tests/audit/test_bundle_writer.py",), "the engine member's CRC-32 is not written: gzip -t fails"),
 )
 
 
