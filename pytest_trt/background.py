@@ -6,6 +6,7 @@ runs beside the work that holds the GIL (the JSON members, the archive, the writ
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
@@ -20,6 +21,7 @@ class Future(Generic[T]):
         self._done = threading.Event()
         self._out: list[T] = []
         self._error: list[BaseException] = []
+        self._pid = os.getpid()  # a forked child inherits the future, never the thread making its value
 
     def run(self, fn: Callable[[], T]) -> None:
         try:
@@ -33,6 +35,10 @@ class Future(Generic[T]):
         return self._done.is_set()
 
     def result(self) -> T:
+        """The value (waits for it); raises RuntimeError in a forked child whose parent was still making it."""
+        if not self._done.is_set() and os.getpid() != self._pid:
+            raise RuntimeError("this value was being made by a thread of the parent process, which a forked child "
+                               "does not have: it will never be ready here")
         self._done.wait()
         if self._error:
             raise self._error[0]

@@ -8,6 +8,7 @@ entry, failure log) live here so they can be used and tested without pytest.
 from __future__ import annotations
 
 import atexit
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,10 @@ _PENDING: set[Future[None]] = set()
 def _wait_for_cache_writers() -> None:
     for written in list(_PENDING):
         written.result()
+
+
+# a forked child inherits the set, not the threads writing those entries: they are the parent's to finish
+os.register_at_fork(after_in_child=_PENDING.clear)
 
 
 @dataclass
@@ -201,8 +206,11 @@ class EngineProvider:
         """Wait until every cache entry of this session is on disk; return the write errors."""
         while self._writers:
             written = self._writers.pop()
-            written.result()
             _PENDING.discard(written)
+            try:
+                written.result()
+            except RuntimeError as exc:  # a forked child: the parent process writes the entry
+                self.write_errors.append(f"engine cache entry not written by this process: {exc}")
         self._store_records()
         return list(self.write_errors)
 

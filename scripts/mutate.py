@@ -228,6 +228,9 @@ MUTANTS = (
     Mutant("bundle-crc-trailer-zero", "pytest_trt/audit/archive.py",
            'struct.pack("<II", crc & 0xFFFFFFFF, size)', 'struct.pack("<II", 0, size)',
            ("tests/audit/test_bundle_writer.py",), "the engine member's CRC-32 is not written: gzip -t fails"),
+    Mutant("fork-child-waits-for-parent-writers", "pytest_trt/session.py",
+           "os.register_at_fork(after_in_child=_PENDING.clear)\n", "", ("tests/foundation/test_engine_digest.py",),
+           "a forked child's exit waits for cache entries its parent's threads are writing"),
 )
 
 

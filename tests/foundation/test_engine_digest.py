@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,43 @@ def test_a_failed_engine_write_publishes_no_cache_entry(tmp_path: Path, monkeypa
     stored = cache.store(key, result)  # with room again: a whole entry
     assert hashlib.sha256((stored / "engine.plan").read_bytes()).hexdigest() == hashlib.sha256(result.engine).hexdigest()
     assert cache.load(key) is not None
+
+
+FORK_SCRIPT = """
+import hashlib, os, threading
+from pytest_trt import session
+from pytest_trt.artifact import EngineDigest
+from pytest_trt.background import Future, on_thread
+
+gate = threading.Event()
+slow = Future()
+on_thread("slow", (slow, lambda: (gate.wait(), 42)[1]))
+session._PENDING.add(slow)  # as a cache entry still being written
+data = bytes(range(256)) * 200_000  # 51 MB: still being hashed when the process forks
+digest = EngineDigest(data)
+pid = os.fork()
+if pid == 0:
+    try:
+        slow.result()
+        refused = "waited"
+    except RuntimeError:
+        refused = "refused"
+    session._wait_for_cache_writers()  # what the child's exit runs: must not wait for the parent's writer
+    same = digest.hexdigest() == hashlib.sha256(data).hexdigest()
+    os.write(1, f"child {refused} {len(session._PENDING)} {same}\\n".encode())
+    os._exit(0)
+os.waitpid(pid, 0)
+gate.set()
+print("parent", slow.result(), digest.hexdigest() == hashlib.sha256(data).hexdigest())
+session._PENDING.discard(slow)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork (POSIX)")
+def test_a_forked_child_never_waits_for_its_parents_threads() -> None:
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", FORK_SCRIPT], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:2] == ["child refused 0 True", "parent 42 True"], proc.stdout
