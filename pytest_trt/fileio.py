@@ -31,8 +31,10 @@ def write_atomic(path: Path, writer: Callable[[io.BufferedWriter], None], *, mod
     """Write ``path`` through a temporary file in the same folder (fsynced), then ``os.replace``.
 
     Also safe when several pytest-xdist workers write the same path: the last
-    complete file wins and nobody sees a torn one.  ``fsync=False`` for files that
-    only cache facts and are checked when read (a power cut may leave them torn).
+    complete file wins and nobody sees a torn one.  With ``fsync`` the folder is
+    fsynced after the rename too, so the new name survives a power cut (~0.3 ms).
+    ``fsync=False`` for files that only cache facts and are checked when read (a
+    power cut may leave them torn or undo the rename).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -50,6 +52,8 @@ def write_atomic(path: Path, writer: Callable[[io.BufferedWriter], None], *, mod
         except FileNotFoundError:
             pass
         raise
+    if fsync:
+        _fsync_folder(path.parent)  # the rename itself reaches the disk
 
 
 def write_bytes_atomic(path: Path, data: bytes, *, mode: int = 0o644, fsync: bool = True) -> None:
@@ -140,6 +144,22 @@ def pid_alive(pid: int) -> bool:
     except OSError:
         return True  # exists, owned by someone else
     return True
+
+
+def _fsync_folder(folder: Path) -> None:
+    """fsync ``folder`` where the platform and file system allow it (best effort: the file is already fsynced)."""
+    if os.name != "posix":
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # some network file systems refuse fsync on a folder (EINVAL)
+        pass
+    finally:
+        os.close(fd)
 
 
 def fsync_path(path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -163,3 +164,26 @@ def test_edited_copy_replaces_on_success_only(tmp_path: Path) -> None:
         assert not tmp.exists()  # nothing to copy: the caller creates it
         tmp.write_bytes(b"n")
     assert (tmp_path / "new.h5").read_bytes() == b"n"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="folder fsync is POSIX-only")
+@pytest.mark.parametrize("durable", [True, False])
+def test_a_durable_atomic_write_fsyncs_the_file_then_its_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 durable: bool) -> None:
+    import stat
+
+    from pytest_trt import fileio
+
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def spy(fd: int) -> None:
+        mode = os.fstat(fd).st_mode
+        synced.append("folder" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "other")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    fileio.write_bytes_atomic(tmp_path / "bundle.tar.gz", b"evidence", fsync=durable)
+    assert (tmp_path / "bundle.tar.gz").read_bytes() == b"evidence"
+    # the file's bytes before the rename, the folder (the rename) after; nothing when not durable
+    assert synced == (["file", "folder"] if durable else [])
