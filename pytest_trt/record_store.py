@@ -79,7 +79,8 @@ def save_record(folder: Path, result: BuildResult, record: BuildRecord) -> bool:
     if BuildRecord.from_dict(json.loads(text)["record"]) != record:
         return False  # a field JSON does not carry exactly: keep parsing the log instead
     try:
-        write_bytes_atomic(folder / RECORD_FILE, text.encode("utf-8"))
+        # no fsync, like the rest of the cache entry: a torn record.json is ignored when read and parsed again
+        write_bytes_atomic(folder / RECORD_FILE, text.encode("utf-8"), fsync=False)
     except OSError:
         return False
     return True
