@@ -53,7 +53,7 @@ def write_atomic(path: Path, writer: Callable[[io.BufferedWriter], None], *, mod
             pass
         raise
     if fsync:
-        _fsync_folder(path.parent)  # the rename itself reaches the disk
+        fsync_path(path.parent)  # the rename itself reaches the disk
 
 
 def write_bytes_atomic(path: Path, data: bytes, *, mode: int = 0o644, fsync: bool = True) -> None:
@@ -146,31 +146,24 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def _fsync_folder(folder: Path) -> None:
-    """fsync ``folder`` where the platform and file system allow it (best effort: the file is already fsynced)."""
-    if os.name != "posix":
-        return
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # some network file systems refuse fsync on a folder (EINVAL)
-        pass
-    finally:
-        os.close(fd)
-
-
 def fsync_path(path: Path) -> None:
-    """fsync a file, or a folder so that a rename in it reaches the disk (else a power cut can undo it)."""
-    if path.is_dir() and os.name != "posix":
+    """fsync a file, or a folder so that a rename in it reaches the disk (else a power cut can undo it).
+
+    A folder's fsync is best effort: POSIX only, and some network file systems refuse it (EINVAL); the
+    files in it are fsynced by then.  A file's failing fsync raises: the write did not reach the disk.
+    """
+    folder = path.is_dir()
+    if folder and os.name != "posix":
         return
-    fd = os.open(path, os.O_RDONLY)
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:
+        if not folder:
+            raise
 
 
 class HeldLock(Protocol):

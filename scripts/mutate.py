@@ -232,7 +232,7 @@ MUTANTS = (
            "os.register_at_fork(after_in_child=_PENDING.clear)\n", "", ("tests/foundation/test_engine_digest.py",),
            "a forked child's exit waits for cache entries its parent's threads are writing"),
     Mutant("atomic-rename-not-durable", "pytest_trt/fileio.py",
-           "        _fsync_folder(path.parent)  # the rename itself reaches the disk\n", "        pass\n",
+           "        fsync_path(path.parent)  # the rename itself reaches the disk\n", "        pass\n",
            ("tests/foundation/test_fileio.py",),
            "a power cut after writing a bundle can undo its rename: the evidence is gone"),
 )
