@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -216,18 +215,9 @@ class BuildResult:
         hashed on a thread while the other files are read and the log is rebuilt.
         """
         engine = (folder / ENGINE_FILE).read_bytes()
-        digest: list[str] = []
-        hasher = None
-        if len(engine) >= HASH_THREAD_BYTES:
-            hasher = threading.Thread(target=lambda: digest.append(hashlib.sha256(engine).hexdigest()),
-                                      name="pytest-trt-engine-sha256")
-            hasher.start()
-        try:
-            result, recorded = cls._read_rest(folder, engine, digests or {})
-        finally:
-            if hasher is not None:
-                hasher.join()
-        engine_sha256 = digest[0] if digest else hashlib.sha256(engine).hexdigest()
+        pending = EngineDigest(engine) if len(engine) >= HASH_THREAD_BYTES else None
+        result, recorded = cls._read_rest(folder, engine, digests or {})
+        engine_sha256 = pending.hexdigest() if pending is not None else hashlib.sha256(engine).hexdigest()
         if digests is not None and ENGINE_FILE in digests and engine_sha256 != digests[ENGINE_FILE]:
             raise ValueError(f"{ENGINE_FILE} does not match its sha256")
         if engine_sha256 != recorded:

@@ -12,7 +12,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -109,16 +108,16 @@ def test_a_tampered_engine_is_refused_on_a_hit(entry, tmp_path, monkeypatch, thr
     copy = EngineCache(tmp_path / "cache")
     shutil.copytree(cache.entry_dir(key), copy.entry_dir(key))
     started: list[str] = []
-    real_thread = threading.Thread
+    real_on_thread = artifact_module.on_thread
 
-    def spy(*args, **kwargs):
-        started.append(kwargs.get("name", ""))
-        return real_thread(*args, **kwargs)
+    def spy(name, *steps, **kwargs):
+        started.append(name)
+        return real_on_thread(name, *steps, **kwargs)
 
-    monkeypatch.setattr(artifact_module.threading, "Thread", spy)
+    monkeypatch.setattr(artifact_module, "on_thread", spy)
     monkeypatch.setattr(artifact_module, "HASH_THREAD_BYTES", 0 if threaded else 1 << 40)
     assert copy.load(key) is not None
-    assert started == (["pytest-trt-engine-sha256"] if threaded else [])
+    assert started == (["engine-sha256"] if threaded else [])
     plan = copy.entry_dir(key) / ENGINE_FILE
     data = bytearray(plan.read_bytes())
     data[len(data) // 2] ^= 0xFF
