@@ -32,16 +32,27 @@ def _stamp(folder: Path, result: BuildResult) -> dict[str, Any]:
             "pytest_trt": __version__}
 
 
+def _stored(folder: Path, result: BuildResult) -> dict[str, Any] | None:
+    """``record.json`` of this entry and engine as a dict, or None (absent, unreadable, stale or foreign stamp)."""
+    try:
+        data = json.loads((folder / RECORD_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("stamp") != _stamp(folder, result):
+        return None
+    return data
+
+
 def load_record(folder: Path, result: BuildResult) -> BuildRecord | None:
     """The stored record of this entry and engine, or None (absent, stale, unreadable: parse again)."""
     from pytest_trt.buildlog.record import BuildRecord
 
+    data = _stored(folder, result)
+    if data is None:
+        return None
     try:
-        data = json.loads((folder / RECORD_FILE).read_text(encoding="utf-8"))
-        if not isinstance(data, dict) or data.get("stamp") != _stamp(folder, result):
-            return None
         return BuildRecord.from_dict(data["record"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
@@ -52,19 +63,13 @@ def load_facts(folder: Path, result: BuildResult) -> dict[str, Any] | None:
     A cache hit's test report needs only these: reading them skips the record classes and ~200 objects
     per engine (issue #14: the 50-test suite from the cache).
     """
-    try:
-        data = json.loads((folder / RECORD_FILE).read_text(encoding="utf-8"))
-        if not isinstance(data, dict) or data.get("stamp") != _stamp(folder, result):
-            return None
-        facts = data.get("facts")
-        if not isinstance(facts, dict) or not all(isinstance(facts.get(k), int) for k in ("layers", "fusions")):
-            return None
-        precisions = facts.get("precisions")
-        if not isinstance(precisions, dict) or not all(isinstance(v, int) for v in precisions.values()):
-            return None
-        return {"layers": facts["layers"], "fusions": facts["fusions"], "precisions": dict(precisions)}
-    except (OSError, ValueError, TypeError, AttributeError):
+    facts = (_stored(folder, result) or {}).get("facts")
+    if not isinstance(facts, dict) or not all(isinstance(facts.get(k), int) for k in ("layers", "fusions")):
         return None
+    precisions = facts.get("precisions")
+    if not isinstance(precisions, dict) or not all(isinstance(v, int) for v in precisions.values()):
+        return None
+    return {"layers": facts["layers"], "fusions": facts["fusions"], "precisions": dict(precisions)}
 
 
 def save_record(folder: Path, result: BuildResult, record: BuildRecord) -> bool:
