@@ -83,37 +83,15 @@ def _dist_version(*names: str, installed: dict[str, str | None] | None = None) -
     """The version of the first of ``names`` installed (``installed``: :func:`installed_versions`, one pass)."""
     if installed is not None:
         return next((installed[key] for key in map(_canonical, names) if key in installed), None)
-    for name in names:
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return None
+    return registry.distribution_version(*names)
 
 
 def _canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def _name_and_version(dist: metadata.Distribution) -> tuple[str | None, str | None]:
-    """The ``Name`` and ``Version`` headers of a distribution's metadata.
-
-    Read from the header block directly: ``dist.metadata`` runs the e-mail parser over
-    the whole file (a long description included), 10x slower over a typical
-    environment, and this runs once per pytest session that writes bundles.
-    """
-    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
-    name = version = None
-    for line in text.splitlines():
-        if not line:
-            break  # end of the header block
-        if name is None and line.startswith("Name:"):
-            name = line[5:].strip()
-        elif version is None and line.startswith("Version:"):
-            version = line[8:].strip()
-        if name is not None and version is not None:
-            break
-    return name, version
+#: ``Name`` and ``Version`` of a distribution from its metadata's header lines (one reader for the project)
+_name_and_version = registry.metadata_header
 
 
 def installed_versions(*, memo: Path | None = None) -> dict[str, str | None]:

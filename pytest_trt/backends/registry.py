@@ -170,24 +170,40 @@ def module_available(name: str) -> bool:
     return importlib.util.find_spec(spec(name).module) is not None
 
 
-def metadata_version(distribution: str) -> str:
-    """``importlib.metadata.version(distribution)``, reading only the metadata's header lines.
+def metadata_header(dist: importlib.metadata.Distribution) -> tuple[str | None, str | None]:
+    """The ``Name`` and ``Version`` fields of a distribution's metadata, from its header lines only.
 
-    ``version()`` parses the whole METADATA file (the long description included) with the email
-    parser: ~0.5 ms a package, paid for every cache key of every session.  The header ends at the
-    first empty line; ``Version`` is a required field of it.  Raises PackageNotFoundError.
+    ``dist.metadata`` and ``importlib.metadata.version`` run the e-mail parser over the whole file (the
+    long description included): ~0.5 ms a package, paid for every cache key of every session and for
+    every distribution an audit's environment lists.  The header ends at the first empty line; field
+    names are matched without regard to case, as the e-mail parser does.
+    """
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+    name = version = None
+    for line in text.splitlines():
+        if not line:
+            break  # the end of the header: what follows is the description
+        if name is None and line[:5].lower() == "name:":
+            name = line[5:].strip()
+        elif version is None and line[:8].lower() == "version:":
+            version = line[8:].strip()
+        if name is not None and version is not None:
+            break
+    return name, version
+
+
+def metadata_version(distribution: str) -> str:
+    """``importlib.metadata.version(distribution)`` from the metadata's header (:func:`metadata_header`).
+
+    Raises PackageNotFoundError.
     """
     dist = importlib.metadata.distribution(distribution)
-    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO")
-    for line in (text or "").splitlines():
-        if not line.strip():
-            break  # the end of the header: what follows is the description
-        if line[:8].lower() == "version:":
-            return line[8:].strip()
-    return dist.version  # no header field found: what importlib.metadata says (None for no version at all)
+    version = metadata_header(dist)[1]
+    return version if version is not None else dist.version  # no header field: what importlib.metadata says
 
 
-def _dist_version(distributions: tuple[str, ...]) -> str | None:
+def distribution_version(*distributions: str) -> str | None:
+    """The version of the first of ``distributions`` installed; None when none is."""
     for dist in distributions:
         try:
             return metadata_version(dist)
@@ -203,7 +219,7 @@ def installed_version(name: str) -> str | None:
     to its ``__version__``, which imports it.
     """
     found = spec(name)
-    version = _dist_version(found.distributions)
+    version = distribution_version(*found.distributions)
     if version is None and importlib.util.find_spec(found.module) is not None:
         module = importlib.import_module(found.module)
         version = getattr(module, "__version__", None)
@@ -219,7 +235,7 @@ def key_versions(name: str) -> dict[str, str]:
     version = installed_version(name) or "not installed"
     out = {"backend": version, found.module: version, "python": platform.python_version()}
     for package in found.key_packages:
-        out[package] = _dist_version((package,)) or "not installed"
+        out[package] = distribution_version(package) or "not installed"
     return out
 
 

@@ -18,7 +18,6 @@ it name the fake backend and so can never pass for a TensorRT engine's.
 from __future__ import annotations
 
 import contextlib
-import importlib.metadata
 import platform
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -91,13 +90,13 @@ class FakeBackend:
         """pytest-trt's version: the fake backend is part of it."""
         from pytest_trt import __version__
 
-        return _dist_version(FAKE_SPEC.distributions[0]) or __version__
+        return registry.distribution_version(FAKE_SPEC.distributions[0]) or __version__
 
     def versions(self) -> dict[str, str]:
         """Like :func:`~pytest_trt.backends.registry.key_versions`, without needing the row registered."""
         version = self.version()
         out = {"backend": version, FAKE_SPEC.module: version, "python": platform.python_version()}
-        out.update({p: _dist_version(p) or "not installed" for p in FAKE_SPEC.key_packages})
+        out.update({p: registry.distribution_version(p) or "not installed" for p in FAKE_SPEC.key_packages})
         return out
 
     def device(self, config: BuildConfig) -> dict[str, Any]:
@@ -204,13 +203,6 @@ class FakeRunner:
         names = [o.name for o in self._outputs]
         values = self._evaluator.run(names, dict(feeds))
         return {name: np.asarray(value) for name, value in zip(names, values, strict=True)}
-
-
-def _dist_version(distribution: str) -> str | None:
-    try:
-        return importlib.metadata.version(distribution)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def _node_name(node: Any, index: int) -> str:
