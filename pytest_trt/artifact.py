@@ -117,8 +117,8 @@ class BuildResult:
 
     def pending_engine_digest(self) -> EngineDigest | None:
         """The digest :meth:`start_engine_digest` started and nobody has waited for yet (to hand it on)."""
-        pending = self.__dict__.get("_engine_digest")
-        return pending if isinstance(pending, EngineDigest) else None
+        digest: EngineDigest | None = self.__dict__.get("_engine_digest")
+        return digest
 
     if not TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any attribute name
 

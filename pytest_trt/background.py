@@ -1,7 +1,8 @@
 """Work for another core: a :class:`Future` made on a thread that is started without waiting for it.
 
-The bundle writer's GIL-free work (the log's gzip, the engine's CRC-32, the bundle file's sha256)
-runs beside the work that holds the GIL (the JSON members, the archive, the writes).
+GIL-free work runs beside the work that holds the GIL: the engine's sha256 after a build or a cache read
+(``artifact.EngineDigest``), the cache entry's writer (``session.EngineProvider``), and the bundle writer's
+log gzip, engine CRC-32 and file sha256 (``audit.bundle``).
 """
 
 from __future__ import annotations

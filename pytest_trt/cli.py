@@ -197,7 +197,9 @@ def _backend_beside(log: Any) -> dict[str, str]:
 
     A TensorRT-RTX log does not name the library's version; its cache entry does.
     """
-    meta = log.parent / "build.json"
+    from pytest_trt.artifact import BUILD_FILE
+
+    meta = log.parent / BUILD_FILE
     try:
         build = json.loads(meta.read_text(encoding="utf-8"))
         backend, version = str(build["backend"]), str(build.get("backend_version") or "")

@@ -203,7 +203,7 @@ MUTANTS = (
            "the choices are read once: a backend registered by a -p plugin later is refused by --trt-backend"),
     # -- issue #14, fourth pass: the build's digest, the cache writer, stored facts, versions, the bundle writer ---
     Mutant("engine-digest-not-handed-on", "pytest_trt/backends/tensorrt.py",
-           "            final.start_engine_digest(result.pending_engine_digest())\n", "",
+           "            final.start_engine_digest(digest)\n", "",
            ("tests/foundation/test_engine_digest.py",),
            "the sha256 started when the build returned is dropped: the cache write waits for a second one"),
     Mutant("build-log-lines-run-together", "pytest_trt/artifact.py",

@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pytest_trt import hostprobe
-from pytest_trt.artifact import BuildResult
+from pytest_trt.artifact import BuildResult, EngineDigest
 from pytest_trt.backends import registry
 from pytest_trt.backends.request import BuildRequest, as_request
 from pytest_trt.config import MEMORY_POOLS, BuildConfig
@@ -189,9 +189,9 @@ class TensorRTBackend:
                 logger.stop()
                 raise
             # the engine's sha256 starts on a thread now, while the captured messages are converted
-            result.start_engine_digest()
+            digest = EngineDigest(result.engine)
             final = dataclasses.replace(result, log=tuple(logger.stop()))
-            final.start_engine_digest(result.pending_engine_digest())
+            final.start_engine_digest(digest)
             return final
 
     def _build_locked(self, config: BuildConfig, request: BuildRequest, logger: Any, onnx_sha: str) -> BuildResult:
