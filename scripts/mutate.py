@@ -234,6 +234,10 @@ MUTANTS = (
            "        fsync_path(path.parent)  # the rename itself reaches the disk\n", "        pass\n",
            ("tests/foundation/test_fileio.py",),
            "a power cut after writing a bundle can undo its rename: the evidence is gone"),
+    Mutant("prune-leaves-sidecar", "pytest_trt/catalog/prune.py",
+           "        _remove_sidecar(Path(c.path))\n", "        pass\n",
+           ("tests/catalog/test_catalog_prune.py",),
+           "a pruned bundle's hidden .state.json sidecar stays behind, describing a file that is gone"),
 )
 
 

@@ -11,7 +11,8 @@ A bundle is kept, whatever its age, when
 
 :func:`plan_prune` decides (a pure function of the rows, so it is
 property-tested); :func:`apply_prune` deletes files and marks their rows
-``pruned`` (the row stays: the catalog remembers what existed).
+``pruned`` (the row stays: the catalog remembers what existed), with each deleted
+bundle's sidecar (:mod:`pytest_trt.audit.sidecar`).
 """
 
 from __future__ import annotations
@@ -132,9 +133,24 @@ def apply_prune(catalog: Catalog, plan: PrunePlan, *, when: str) -> PruneOutcome
             continue
         if actual is not None:
             os.unlink(c.path)
+        _remove_sidecar(Path(c.path))
         deleted.append(c)
     catalog.mark_pruned([c.sha256 for c in deleted], when=when)
     return PruneOutcome(tuple(deleted), tuple(skipped))
+
+
+def _remove_sidecar(bundle: Path) -> None:
+    """Delete the pruned bundle's hidden ``.<name>.state.json`` (facts about a file that is gone).
+
+    Its lock file is left: another process may hold it, and a lock file removed under a holder
+    would let a second writer in.
+    """
+    from pytest_trt.audit.sidecar import sidecar_path
+
+    try:
+        os.unlink(sidecar_path(bundle))
+    except FileNotFoundError:
+        pass
 
 
 def render_plan(plan: PrunePlan, *, dry_run: bool) -> Iterable[str]:

@@ -125,9 +125,13 @@ def test_prune_cli_prints_what_it_keeps_and_why(tmp_path, rtx_result, write, cap
     assert [d["path"] for d in doc["delete"]] == [str(old_plain.resolve())] and doc["deleted"] is None
     assert {k["path"] for k in doc["keep"]} == {str(p.resolve()) for p in (old_approved, old_checked, new)}
     assert old_plain.exists()
+    sidecars = {p: p.with_name(f".{p.name}.state.json") for p in (old_approved, old_plain, old_checked, new)}
+    assert all(s.is_file() for s in sidecars.values())  # write_bundle leaves one beside each bundle
     assert main(["catalog", "prune", "--keep-last", "1", "--older-than", "180d", "--db", db]) == 0
     assert "deleted 1 bundle(s), kept 3" in capsys.readouterr().out
     assert not old_plain.exists() and old_approved.exists() and old_checked.exists() and new.exists()
+    # the deleted bundle's sidecar goes with it; the kept bundles keep theirs
+    assert [p for p, s in sidecars.items() if not s.exists()] == [old_plain]
     assert main(["catalog", "query", "--config", "mnv2", "--db", db, "--json"]) == 0
     assert old_plain.name not in capsys.readouterr().out
     assert main(["catalog", "query", "--all", "--config", "mnv2", "--db", db, "--json"]) == 0
@@ -143,7 +147,7 @@ def test_prune_never_deletes_a_file_that_changed_since_indexing(tmp_path, rtx_re
         plan = plan_prune(candidates(cat), references(cat), keep_last=0, older_than=timedelta(days=1), now=NOW)
         outcome = apply_prune(cat, plan, when="t")
     assert outcome.deleted == () and "now holds other bytes" in outcome.skipped[0][1]
-    assert path.exists()
+    assert path.exists() and path.with_name(f".{path.name}.state.json").is_file()  # its sidecar stays too
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root ignores file modes; checked through st_mode below instead")
