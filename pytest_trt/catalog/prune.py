@@ -59,7 +59,7 @@ def plan_prune(
         for name, group in by_config.items():
             newest = sorted(group, key=lambda c: (c.created, c.sha256), reverse=True)[:keep_last]
             for rank, c in enumerate(newest, start=1):
-                reasons[c.sha256].append(f"newest {rank} of {keep_last} kept for config {name}")
+                reasons[c.sha256].append(f"newest of config {name}: no. {rank} of --keep-last {keep_last}")
     if older_than is not None:
         cutoff = (now - older_than).strftime("%Y-%m-%dT%H:%M:%SZ")
         for c in bundles:

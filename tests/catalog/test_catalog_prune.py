@@ -115,7 +115,7 @@ def test_prune_cli_prints_what_it_keeps_and_why(tmp_path, rtx_result, write, cap
     out = capsys.readouterr().out
     assert f"KEEP    {old_approved.resolve()}  (approval: g/m.h5 generation 1 refreshed from it by Ada" in out
     assert f"KEEP    {old_checked.resolve()}  (golden history: newest check against g/m.h5 generation 1)" in out
-    assert f"KEEP    {new.resolve()}  (newest 1 of 1 kept for config mnv2; younger than" in out
+    assert f"KEEP    {new.resolve()}  (newest of config mnv2: no. 1 of --keep-last 1; younger than" in out
     assert f"WOULD DELETE  {old_plain.resolve()}  (config mnv2, created 2025-01-02T00:00:00Z" in out
     assert old_plain.exists()
     # --json, like every command (the README: "--json everywhere")
