@@ -235,7 +235,7 @@ MUTANTS = (
            ("tests/foundation/test_fileio.py",),
            "a power cut after writing a bundle can undo its rename: the evidence is gone"),
     Mutant("prune-leaves-sidecar", "pytest_trt/catalog/prune.py",
-           "        _remove_sidecar(Path(c.path))\n", "        pass\n",
+           "        sidecar_path(Path(c.path)).unlink(missing_ok=True)\n", "        pass\n",
            ("tests/catalog/test_catalog_prune.py",),
            "a pruned bundle's hidden .state.json sidecar stays behind, describing a file that is gone"),
 )

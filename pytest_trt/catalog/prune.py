@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from pytest_trt.audit.sidecar import sidecar_path
 from pytest_trt.catalog.store import Catalog
 from pytest_trt.fileio import sha256_file
 
@@ -133,24 +134,12 @@ def apply_prune(catalog: Catalog, plan: PrunePlan, *, when: str) -> PruneOutcome
             continue
         if actual is not None:
             os.unlink(c.path)
-        _remove_sidecar(Path(c.path))
+        # its sidecar describes a file that is gone; its lock file stays (another process may hold it, and a
+        # lock file removed under its holder would let a second writer in)
+        sidecar_path(Path(c.path)).unlink(missing_ok=True)
         deleted.append(c)
     catalog.mark_pruned([c.sha256 for c in deleted], when=when)
     return PruneOutcome(tuple(deleted), tuple(skipped))
-
-
-def _remove_sidecar(bundle: Path) -> None:
-    """Delete the pruned bundle's hidden ``.<name>.state.json`` (facts about a file that is gone).
-
-    Its lock file is left: another process may hold it, and a lock file removed under a holder
-    would let a second writer in.
-    """
-    from pytest_trt.audit.sidecar import sidecar_path
-
-    try:
-        os.unlink(sidecar_path(bundle))
-    except FileNotFoundError:
-        pass
 
 
 def render_plan(plan: PrunePlan, *, dry_run: bool) -> Iterable[str]:
