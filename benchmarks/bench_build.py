@@ -39,7 +39,7 @@ from examples.models import write_all  # noqa: E402
 from pytest_trt import BuildConfig, Profile  # noqa: E402
 from pytest_trt import options as opt  # noqa: E402
 from pytest_trt.backends import registry  # noqa: E402
-from pytest_trt.session import EngineProvider  # noqa: E402
+from pytest_trt.engines.provider import EngineProvider  # noqa: E402
 
 SHAPES = ((1, 3, 32, 32), (8, 3, 32, 32), (32, 3, 32, 32))
 
@@ -90,7 +90,7 @@ t0 = time.perf_counter()
 import pytest  # loaded in any pytest session (with importlib.metadata), before an engine is asked for
 from pathlib import Path
 from pytest_trt import BuildConfig, Profile
-from pytest_trt.session import EngineProvider
+from pytest_trt.engines.provider import EngineProvider
 t1 = time.perf_counter()
 config = BuildConfig(name={name!r}, onnx=Path({onnx!r}), profiles=[Profile(input={shapes!r})])
 engine = EngineProvider({backend!r}, cache_dir=Path({cache!r})).get(config)

@@ -52,9 +52,9 @@ def main() -> None:
     from pytest_trt.audit.environment import capture_environment
     from pytest_trt.audit.recorder import AuditSettings, BundleRecorder
     from pytest_trt.backends.registry import create_backend
+    from pytest_trt.common.fileio import write_bytes_atomic
     from pytest_trt.config import BuildConfig, Profile
-    from pytest_trt.fileio import write_bytes_atomic
-    from pytest_trt.session import EngineProvider
+    from pytest_trt.engines.provider import EngineProvider
 
     work = Path(tempfile.mkdtemp(prefix="bench_bundle_"))
     try:
@@ -129,7 +129,7 @@ class _Phases:
     """Probes around the bundle writer's steps (``--phases``), counted while ``on`` (the fresh bundles only)."""
 
     STEPS = (  # (module, attribute, label); the order of a bundle's critical path
-        ("pytest_trt.fileio", "acquire_lock", "lock (recorder)"),
+        ("pytest_trt.common.fileio", "acquire_lock", "lock (recorder)"),
         ("pytest_trt.audit.bundle", "bundle_members", "members (JSON; waits for the log's gzip)"),
         ("pytest_trt.audit.archive", "write_tar_gz", "archive gathered (deflate of the small members)"),
         ("pytest_trt.audit.gathered", "write_buffers", "os.writev (copy into the page cache, writeback started)"),

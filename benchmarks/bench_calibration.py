@@ -3,7 +3,7 @@
     python benchmarks/bench_calibration.py [--backend tensorrt-rtx|onnxruntime] [--samples 64] [--batch 8]
 
 For each explicit method the product path runs twice, as two pytest sessions would: a fresh
-:class:`~pytest_trt.session.EngineProvider` on an empty engine cache (calibrate, make the Q/DQ model, build,
+:class:`~pytest_trt.engines.provider.EngineProvider` on an empty engine cache (calibrate, make the Q/DQ model, build,
 write the cache entry), then a new provider on the same cache folder (cache hit: no calibration, no build).
 Printed side by side: calibration seconds (ranges + Q/DQ), build seconds, whole first session, second
 session, and their ratio.  Target: the second session pays nothing for calibration (0 s, a cache hit).
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from examples.models import write_all  # noqa: E402
 from pytest_trt import BuildConfig, Calibration, Profile  # noqa: E402
 from pytest_trt.config import EXPLICIT_METHODS  # noqa: E402
-from pytest_trt.session import EngineProvider  # noqa: E402
+from pytest_trt.engines.provider import EngineProvider  # noqa: E402
 
 SHAPES = ((1, 3, 32, 32), (8, 3, 32, 32), (32, 3, 32, 32))
 

@@ -27,7 +27,7 @@ from examples.models import mobilenet_v2, mobilenet_v2_twice, save  # noqa: E402
 from pytest_trt.backends.onnxruntime import OrtBackend  # noqa: E402
 from pytest_trt.compare.thresholds import Thresholds, ThresholdSet  # noqa: E402
 from pytest_trt.config import BuildConfig, OrtOptions, Profile  # noqa: E402
-from pytest_trt.engine import Engine  # noqa: E402
+from pytest_trt.engines.engine import Engine  # noqa: E402
 from pytest_trt.golden import timing  # noqa: E402
 from pytest_trt.golden.dataset import GoldenDataset  # noqa: E402
 from pytest_trt.golden.workflow import GoldenCheck, GoldenSettings  # noqa: E402

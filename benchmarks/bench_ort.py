@@ -27,7 +27,7 @@ from examples.models import mobilenet_v2, save  # noqa: E402
 from pytest_trt.artifact import BuildResult  # noqa: E402
 from pytest_trt.backends.onnxruntime import OrtBackend, OrtRunner  # noqa: E402
 from pytest_trt.config import BuildConfig, OrtOptions, Profile  # noqa: E402
-from pytest_trt.engine import Engine  # noqa: E402
+from pytest_trt.engines.engine import Engine  # noqa: E402
 
 TARGET_RATIO = 1.05
 

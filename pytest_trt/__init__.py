@@ -28,7 +28,8 @@ from pytest_trt.errors import (
 
 if TYPE_CHECKING:
     from pytest_trt.artifact import BuildResult, LogEntry
-    from pytest_trt.assertions import (
+    from pytest_trt.config import BuildConfig, Calibration, OrtOptions, Profile
+    from pytest_trt.engines.assertions import (
         assert_calibration,
         assert_calibration_coverage,
         assert_dynamic_range,
@@ -40,8 +41,7 @@ if TYPE_CHECKING:
         assert_precision,
         assert_warning,
     )
-    from pytest_trt.config import BuildConfig, Calibration, OrtOptions, Profile
-    from pytest_trt.engine import Engine
+    from pytest_trt.engines.engine import Engine
     from pytest_trt.golden.dataset import GoldenDataset
 
 __version__ = "0.1.0"
@@ -51,11 +51,11 @@ __version__ = "0.1.0"
 _LAZY = {
     "GoldenDataset": "pytest_trt.golden.dataset",
     **dict.fromkeys(("BuildConfig", "Calibration", "OrtOptions", "Profile"), "pytest_trt.config"),
-    "Engine": "pytest_trt.engine",
+    "Engine": "pytest_trt.engines.engine",
     **dict.fromkeys(("BuildResult", "LogEntry"), "pytest_trt.artifact"),
     **dict.fromkeys(("assert_calibration", "assert_calibration_coverage", "assert_dynamic_range", "assert_fused",
                      "assert_int8", "assert_layer_count", "assert_no_fusion", "assert_no_warning",
-                     "assert_precision", "assert_warning"), "pytest_trt.assertions"),
+                     "assert_precision", "assert_warning"), "pytest_trt.engines.assertions"),
 }
 
 

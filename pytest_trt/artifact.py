@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pytest_trt.background import Future, on_thread
+from pytest_trt.common.background import Future, on_thread
 
 SEVERITIES = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE")
 ARTIFACT_SCHEMA = 1
@@ -56,7 +56,7 @@ class EngineDigest:
 
     hashlib releases the GIL, so a 14.7 MB engine (~7 ms) is hashed while the log is converted and
     the cache entry's other files are encoded; :meth:`hexdigest` waits for it.  The thread is started
-    without waiting for it to run (:func:`pytest_trt.background.on_thread`).
+    without waiting for it to run (:func:`pytest_trt.common.background.on_thread`).
     """
 
     def __init__(self, engine: bytes) -> None:

@@ -95,7 +95,7 @@ def cmd_bundle_verify(args: argparse.Namespace) -> int:
 
 
 def _show_lines(vb: Any, summary: dict[str, Any] | None) -> list[str]:
-    from pytest_trt.audit.summary import render_record_summary
+    from pytest_trt.buildlog.summary import render_record_summary
 
     build, conf, env = vb.build["build"], vb.config, vb.environment
     pinned = conf["pinned"]
@@ -130,7 +130,7 @@ def _show_lines(vb: Any, summary: dict[str, Any] | None) -> list[str]:
 
 
 def cmd_bundle_show(args: argparse.Namespace) -> int:
-    from pytest_trt.audit.summary import record_summary
+    from pytest_trt.buildlog.summary import record_summary
 
     vb = _verify(args.path, None)
     record = vb.record()
@@ -155,8 +155,8 @@ def cmd_bundle_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_log_parse(args: argparse.Namespace) -> int:
-    from pytest_trt.audit.summary import read_log_record, record_summary, render_record_summary
     from pytest_trt.buildlog.sniff import check_log_file
+    from pytest_trt.buildlog.summary import read_log_record, record_summary, render_record_summary
     from pytest_trt.errors import TrtError
 
     for p, what in ((args.log, "a build log"), (args.onnx, "an ONNX model")):

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from pytest_trt.common.fileio import sha256_file
+from pytest_trt.common.units import parse_size
 from pytest_trt.errors import ConfigError
-from pytest_trt.fileio import sha256_file
-from pytest_trt.units import parse_size
 
 #: Precisions a config may ask for.  ``typed`` means "take every precision from
 #: the ONNX model's types" (strongly typed networks: TensorRT-RTX, TensorRT 11).

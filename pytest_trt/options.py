@@ -75,7 +75,7 @@ class Option:
         """The option as typed in a printed command: ``--trt-backend onnxruntime``, ``--trt-golden-dir=g``.
 
         Paths take the ``=`` form: in ``--opt VALUE`` pytest counts an existing VALUE
-        when it chooses the rootdir (pytest_trt.invocation); other values follow a
+        when it chooses the rootdir (pytest_trt.pytest_plugin.invocation); other values follow a
         space.  ``placeholder``: a word the user replaces, shown as ``--trt-approve "REASON"``.
         """
         assert self.flag is not None, f"ini {self.ini} has no command-line form"

@@ -17,7 +17,7 @@ from pytest_trt import options as opt
 
 if TYPE_CHECKING:
     from pytest_trt.config import BuildConfig
-    from pytest_trt.engine import Engine
+    from pytest_trt.engines.engine import Engine
     from pytest_trt.golden.workflow import GoldenCheck
     from pytest_trt.pytest_plugin.session import TrtSession
 
@@ -45,7 +45,7 @@ def _warn_if_rootdir_moved(config: pytest.Config) -> None:
     args = config.invocation_params.args
     if config.inipath is not None or not any(a in opt.PATH_OPTIONS for a in args):
         return  # nothing to check: skip the import (start-up cost of a plain run)
-    from pytest_trt.invocation import rootdir_moved_by, rootdir_warning
+    from pytest_trt.pytest_plugin.invocation import rootdir_moved_by, rootdir_warning
 
     pairs = rootdir_moved_by(
         list(args), path_options=opt.PATH_OPTIONS, inipath=config.inipath, invocation_dir=config.invocation_params.dir,

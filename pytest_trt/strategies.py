@@ -215,7 +215,7 @@ def _fill(draw: Any, spec: TensorSpec, shape: tuple[int, ...], rng: ValueRange |
 
 
 def engine_inputs(engine: Any, profile: int | Profile | None = None, elements: Any = None) -> Any:
-    """A strategy of input dicts for ``engine`` (an :class:`~pytest_trt.engine.Engine`).
+    """A strategy of input dicts for ``engine`` (an :class:`~pytest_trt.engines.engine.Engine`).
 
     ``profile``: the index of one of the config's profiles, a ``Profile``, or
     None to draw among the config's profiles (shrinking toward profile 0).

@@ -49,7 +49,7 @@ def install_fake_nvidia_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scr
     import os
     import stat
 
-    from pytest_trt import hostprobe
+    from pytest_trt.common import hostprobe
 
     exe = tmp_path / "bin" / "nvidia-smi"
     exe.parent.mkdir()

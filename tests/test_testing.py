@@ -17,7 +17,7 @@ import pytest
 
 from pytest_trt import BuildConfig, Profile
 from pytest_trt.backends import registry
-from pytest_trt.session import EngineProvider
+from pytest_trt.engines.provider import EngineProvider
 from pytest_trt.testing import FAKE, FakeBackend, GoldenLifecycle, SpyBackend, fake_backend, write_classifier
 
 PROFILE = Profile(x=((1, 8), (16, 8), (16, 8)))

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from pytest_trt import BuildConfig, Calibration, Profile
-from pytest_trt.fileio import write_bytes_atomic
+from pytest_trt.common.fileio import write_bytes_atomic
 from pytest_trt.golden.dataset import GoldenDataset
 
 HERE = Path(__file__).parent

@@ -37,8 +37,8 @@ from pytest_trt.audit.manifest import MANIFEST, render_manifest, sha256_hex
 from pytest_trt.audit.profiles import normalized_effective
 from pytest_trt.audit.sign import SIGNATURE, sign_manifest
 from pytest_trt.backends import registry
-from pytest_trt.background import Future, on_thread
-from pytest_trt.fileio import write_atomic
+from pytest_trt.common.background import Future, on_thread
+from pytest_trt.common.fileio import write_atomic
 
 if TYPE_CHECKING:
     from pytest_trt.artifact import BuildResult

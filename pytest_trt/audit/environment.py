@@ -43,8 +43,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pytest_trt import hostprobe
 from pytest_trt.backends import registry
+from pytest_trt.common import hostprobe
 
 ENVIRONMENT_SCHEMA = 1
 
@@ -113,7 +113,7 @@ def installed_versions(*, memo: Path | None = None) -> dict[str, str | None]:
         if name:
             seen.setdefault(_canonical(name), version)
     if memo is not None and memo.parent.is_dir():
-        from pytest_trt.fileio import write_json_atomic
+        from pytest_trt.common.fileio import write_json_atomic
 
         try:
             write_json_atomic(memo, {"schema": MEMO_SCHEMA, "fingerprint": fingerprint, "versions": seen}, fsync=False)

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pytest_trt.fileio import write_json_atomic
+from pytest_trt.common.fileio import write_json_atomic
 
 #: the note's file name ends so; ``pytest-trt upgrade-report`` reads such notes as "could not build"
 FAILED_SUFFIX = ".build-failed.json"

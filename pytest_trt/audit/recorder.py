@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 from pytest_trt.artifact import ENGINE_FILE
 from pytest_trt.audit.manifest import sha256_hex
 from pytest_trt.calibration.building import QDQ_SHA256
-from pytest_trt.fileio import sha256_file
+from pytest_trt.common.fileio import sha256_file
 
 if TYPE_CHECKING:
     from pytest_trt.audit.bundle import BundleInfo
     from pytest_trt.buildlog.record import BuildRecord
-    from pytest_trt.engine import Engine
+    from pytest_trt.engines.engine import Engine
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ class BundleRecorder:
         golden = self.golden.get(key, {})
         if known is not None and known.path == path and set(golden) <= self._bundled_tests.get(key, set()):
             return known
-        from pytest_trt.fileio import locked
+        from pytest_trt.common.fileio import locked
 
         previous = self._names.setdefault(str(path), engine.result.config_hash)
         if previous != engine.result.config_hash:
@@ -282,7 +282,7 @@ def _result_identity(engine: Engine, *, settled: bool = False) -> str | None:
     """
     import json
 
-    from pytest_trt.cache import ENTRY_FILE
+    from pytest_trt.engines.cache import ENTRY_FILE
 
     if (not engine.cached and not settled) or engine.artifact_dir is None:
         return None
@@ -299,7 +299,7 @@ def _result_identity(engine: Engine, *, settled: bool = False) -> str | None:
 
 def section_text(audits: list[EngineAudit]) -> str:
     """The ``trt audit`` report section of one test."""
-    from pytest_trt.audit.summary import format_precisions
+    from pytest_trt.buildlog.summary import format_precisions
 
     lines: list[str] = []
     for a in audits:

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_trt.fileio import write_json_atomic
+from pytest_trt.common.fileio import write_json_atomic
 
 SCHEMA = 3
 #: sidecars this version reads (2: written before the inputs digest existed; it never matches one)

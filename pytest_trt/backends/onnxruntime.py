@@ -22,12 +22,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_trt import hostprobe
 from pytest_trt.artifact import BuildResult, LogEntry
 from pytest_trt.backends import registry
 from pytest_trt.backends.base import TensorSpec
 from pytest_trt.backends.fdcapture import FdCapture
 from pytest_trt.backends.request import BuildRequest, as_request
+from pytest_trt.common import hostprobe
 from pytest_trt.config import BuildConfig, OrtOptions
 from pytest_trt.errors import BackendUnavailable, BuildFailed, UnsupportedOption
 
@@ -81,7 +81,7 @@ def _ort() -> Any:
 
 
 def cpu_identity() -> dict[str, Any]:
-    """CPU model name, machine and vector ISA extensions (:func:`pytest_trt.hostprobe.cpu`): part of the cache key."""
+    """CPU model name, machine and vector ISA extensions (:func:`pytest_trt.common.hostprobe.cpu`): in the cache key."""
     cpu = hostprobe.cpu()
     return {"name": cpu.model or cpu.machine or "unknown", "machine": cpu.machine, "isa": cpu.isa}
 

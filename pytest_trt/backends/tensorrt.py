@@ -16,13 +16,13 @@ import time
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from pytest_trt import hostprobe
 from pytest_trt.artifact import BuildResult, EngineDigest
 from pytest_trt.backends import registry
 from pytest_trt.backends.request import BuildRequest, as_request
+from pytest_trt.common import hostprobe
+from pytest_trt.common.fileio import write_bytes_atomic
 from pytest_trt.config import MEMORY_POOLS, BuildConfig
 from pytest_trt.errors import BuildFailed, EngineNotRunnable, UnsupportedOption
-from pytest_trt.fileio import write_bytes_atomic
 
 if TYPE_CHECKING:
     from pytest_trt.backends.base import Runner
@@ -195,8 +195,8 @@ class TensorRTBackend:
             return final
 
     def _build_locked(self, config: BuildConfig, request: BuildRequest, logger: Any, onnx_sha: str) -> BuildResult:
+        from pytest_trt.backends.onnx_limits import unsupported_reason
         from pytest_trt.backends.trt_apply import apply_config, check_network_inputs, read_back
-        from pytest_trt.onnx_limits import unsupported_reason
 
         trt, f = self.trt, self.features
         builder = trt.Builder(logger)

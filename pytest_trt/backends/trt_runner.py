@@ -76,7 +76,7 @@ def _output_allocator(trt: Any, api: cudaapi.CudaApi) -> Any:
 
 
 class EventTimer:
-    """CUDA events recorded on the runner's stream around one run (see :mod:`pytest_trt.timing`)."""
+    """CUDA events recorded on the runner's stream around one run (see :mod:`pytest_trt.engines.benchmark`)."""
 
     name = "cuda-events"
 

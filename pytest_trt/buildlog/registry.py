@@ -10,7 +10,7 @@ An assertion is written once, as a function of a :class:`BuildRecord` decorated 
         ...
 
 That function is the record form (``pytest_trt.buildlog.assert_no_fusion(record, ...)``).
-:func:`engine_method` makes the ``Engine`` method and ``pytest_trt.assertions.current_engine_function``
+:func:`engine_method` makes the ``Engine`` method and ``pytest_trt.engines.assertions.current_engine_function``
 the module-level function acting on the current test's engine.  Their signatures are derived
 from the definition (``ParamSpec``), so mypy checks every call of every form against it, and
 each form carries the definition's docstring and a runtime signature of its own for ``help()``.
@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypedDict
 
 if TYPE_CHECKING:
-    from pytest_trt.engine import Engine
+    from pytest_trt.engines.engine import Engine
 
     from .record import BuildRecord
 

@@ -31,8 +31,8 @@ from pytest_trt.buildlog.calibcache import (
 from pytest_trt.calibration.qdq import TENSORRT_QDQ_OPTIONS
 from pytest_trt.calibration.ranges import METHODS, Ranges
 from pytest_trt.calibration.store import set_store_root, store_root
+from pytest_trt.common.fileio import replace_directory, sha256_file
 from pytest_trt.errors import BackendUnavailable, BuildFailed, ConfigError
-from pytest_trt.fileio import replace_directory, sha256_file
 
 if TYPE_CHECKING:
     from pytest_trt.config import BuildConfig, Calibration

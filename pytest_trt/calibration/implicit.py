@@ -138,8 +138,8 @@ class CacheIO:
 
 def check_pinned_cache(config: BuildConfig) -> None:
     """After an implicit-INT8 build: the cache file must hash to the pinned ``cache_sha256``."""
+    from pytest_trt.common.fileio import sha256_file
     from pytest_trt.errors import BuildFailed
-    from pytest_trt.fileio import sha256_file
 
     calib = config.calibration
     if calib is None or calib.cache_sha256 is None or calib.cache is None:

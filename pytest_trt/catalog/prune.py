@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pytest_trt.audit.sidecar import sidecar_path
 from pytest_trt.catalog.store import Catalog
-from pytest_trt.fileio import sha256_file
+from pytest_trt.common.fileio import sha256_file
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ check and the benchmarks call them.  The estimate is the ratio of the
 medians of per-round statistics (current / golden); its confidence interval
 comes from a seeded bootstrap over the rounds of both measurements.  The per-round
 statistics are contention-trimmed (25th-percentile latency, throughput of the
-faster half of the runs; see :class:`~pytest_trt.timing.BenchmarkResult`):
+faster half of the runs; see :class:`~pytest_trt.engines.benchmark.BenchmarkResult`):
 other processes on a shared machine stretch some runs, not the fast ones.
 When both measurements were taken on the CPU clock, the CPU time each run
 consumed is compared instead of wall time: a machine busier than when the
@@ -27,7 +27,7 @@ __all__ = ["DriftVerdict", "Measured", "bootstrap_ratio", "timing_drift"]
 
 
 class Measured(Protocol):
-    """What a drift check needs of a measurement (a :class:`~pytest_trt.timing.BenchmarkResult`)."""
+    """What a drift check needs of a measurement (a :class:`~pytest_trt.engines.benchmark.BenchmarkResult`)."""
 
     @property
     def round_floor_ms(self) -> tuple[float, ...]: ...

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_trt.fileio import locked
+from pytest_trt.common.fileio import locked
 
 APPROVALS_FILE = "APPROVALS.jsonl"
 

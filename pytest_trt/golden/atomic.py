@@ -3,7 +3,7 @@
 HDF5 has no transactions: a writer killed mid-write leaves a file h5py may
 refuse to open.  So an update never touches the real file.  Under a per-file
 lock (``<file>.lock``; any number of xdist workers may try at once) it changes
-a copy (:func:`pytest_trt.fileio.edited_copy`: copied, fsynced, ``os.replace``d
+a copy (:func:`pytest_trt.common.fileio.edited_copy`: copied, fsynced, ``os.replace``d
 over the original).  What is left here is HDF5's: opening the copy, creating or
 validating the layout before anything is written, the lock's error as a GoldenError.
 """
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import h5py
 
+from pytest_trt.common.fileio import LOCK_TIMEOUT_S, acquire_lock, edited_copy
 from pytest_trt.errors import GoldenError, LockTimeout
-from pytest_trt.fileio import LOCK_TIMEOUT_S, acquire_lock, edited_copy
 from pytest_trt.golden import store
 
 #: seconds to sleep after the temp file is complete and before it replaces the

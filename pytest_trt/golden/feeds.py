@@ -32,7 +32,7 @@ def _specs(engine: Any) -> dict[str, Any]:
     # Engines that expose TensorSpec-like ``inputs`` (name, dtype, shape) are checked exactly.
     specs = getattr(engine, "inputs", None)
     if specs is None:
-        try:  # pytest_trt.engine.Engine keeps them on its runner
+        try:  # pytest_trt.engines.engine.Engine keeps them on its runner
             specs = engine.runner.inputs
         except Exception:  # not runnable here: run() raises the backend's own reason
             return {}

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pytest_trt.common.fileio import sha256_file
 from pytest_trt.errors import ReportReferenceError
-from pytest_trt.fileio import sha256_file
 
 
 def report_reference(path: str | Path) -> dict[str, Any]:

@@ -30,7 +30,7 @@ Classifier = bool | Iterable[str] | Mapping[str, bool] | None
 
 @runtime_checkable
 class EngineLike(Protocol):
-    """What a golden check needs of an engine (``pytest_trt.engine.Engine`` fits)."""
+    """What a golden check needs of an engine (``pytest_trt.engines.engine.Engine`` fits)."""
 
     @property
     def config(self) -> Any: ...  # BuildConfig: .name, .config_hash, .onnx_sha256, .profiles

@@ -25,13 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pytest_trt.common.fileio import write_json_atomic
 from pytest_trt.errors import GoldenCorrupt, GoldenMissing, GoldenTainted
-from pytest_trt.fileio import write_json_atomic
 
 if TYPE_CHECKING:
     from pytest_trt.compare.timing import DriftVerdict
+    from pytest_trt.engines.benchmark import BenchmarkResult
     from pytest_trt.golden.workflow import GoldenCheck
-    from pytest_trt.timing import BenchmarkResult
 
 __all__ = ["TimingOptions", "device_class", "split_options", "store", "timing_path", "verify"]
 
@@ -106,7 +106,7 @@ def _load(check: GoldenCheck, name: str) -> dict[str, Any]:
             "measure and approve them with:\n  "
             + update_command(check.command_nodeid, args=check.settings.command_args),
             path=str(path))
-    from pytest_trt.timing import BenchmarkResult
+    from pytest_trt.engines.benchmark import BenchmarkResult
 
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -122,8 +122,8 @@ def verify(check: GoldenCheck, engine: Any, opts: TimingOptions) -> list[DriftVe
     """Measure and compare with the timing snapshot; raise GoldenRegression on a drift that repeats."""
     __tracebackhide__ = True
     from pytest_trt.compare.timing import timing_drift
+    from pytest_trt.engines.benchmark import BenchmarkResult
     from pytest_trt.errors import GoldenRegression
-    from pytest_trt.timing import BenchmarkResult
 
     name = engine.config.name
     doc = _load(check, name)

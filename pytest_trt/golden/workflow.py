@@ -137,7 +137,7 @@ class GoldenCheck:
                           **({"golden": checked[0], "generation": checked[1]} if checked else {}))
             raise
         if skip_message is not None:
-            from pytest_trt.skipping import skip_here
+            from pytest_trt.engines.skipping import skip_here
 
             skip_here(skip_message)
         if isinstance(result, UpdateResult):
@@ -217,6 +217,6 @@ def ensure_runnable(engine: Any) -> None:
 
 
 def not_runnable_skip(exc: EngineNotRunnable, backend: str) -> str:
-    from pytest_trt.skipping import not_runnable_message
+    from pytest_trt.engines.skipping import not_runnable_message
 
     return not_runnable_message(exc.message, backend)

@@ -1,7 +1,7 @@
 """The audit archive at the end of a session: ``--trt-catalog``, ``--trt-mlflow-uri``, ``--trt-mlflow-register``.
 
 Runs in the process that sees every bundle (the xdist controller, or the only
-process) once every bundle is final; :mod:`pytest_trt.catalog.session` indexes
+process) once every bundle is final; :mod:`pytest_trt.catalog.archiving` indexes
 and pushes, and never raises for a catalog or network problem.
 """
 
@@ -18,7 +18,7 @@ import pytest
 from pytest_trt import options as opt
 
 if TYPE_CHECKING:
-    from pytest_trt.catalog.session import ArchiveOutcome
+    from pytest_trt.catalog.archiving import ArchiveOutcome
 
 SECTION = "pytest-trt audit archive"
 
@@ -44,7 +44,7 @@ class ArchiveRequest:
 
     def run(self, paths: Sequence[Path], bundle_dir: Path, invocation_dir: Path) -> ArchiveOutcome:
         from pytest_trt.catalog import DEFAULT_DB_NAME
-        from pytest_trt.catalog.session import ArchiveSettings, archive_bundles
+        from pytest_trt.catalog.archiving import ArchiveSettings, archive_bundles
 
         settings = ArchiveSettings(db=Path(bundle_dir) / DEFAULT_DB_NAME, mlflow_uri=self.mlflow_uri,
                                    register=self.register, invocation_dir=invocation_dir)

@@ -11,15 +11,15 @@ from pytest_trt.errors import TrtError
 
 if TYPE_CHECKING:
     from pytest_trt.config import BuildConfig
-    from pytest_trt.engine import Engine
+    from pytest_trt.engines.engine import Engine
+    from pytest_trt.engines.provider import EngineProvider
     from pytest_trt.pytest_plugin.record import ItemRecord
-    from pytest_trt.session import EngineProvider
 
 
 def make_provider(config: pytest.Config, options: opt.Options) -> EngineProvider:
     """The engine provider of the session: backend chosen now (or "none" with the reason), cache, build switches."""
     from pytest_trt.backends.registry import choose_backend
-    from pytest_trt.session import EngineProvider
+    from pytest_trt.engines.provider import EngineProvider
 
     try:
         backend, why = choose_backend(options.backend)

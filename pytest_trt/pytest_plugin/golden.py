@@ -88,7 +88,7 @@ class GoldenState:
     def check(self, request: pytest.FixtureRequest, record: ItemRecord) -> GoldenCheck:
         """The ``trt_golden`` object of one test: its verdicts go to ``record``, its notes to the report."""
         from pytest_trt.golden.workflow import GoldenCheck
-        from pytest_trt.invocation import pasteable_nodeid
+        from pytest_trt.pytest_plugin.invocation import pasteable_nodeid
 
         node = request.node
 

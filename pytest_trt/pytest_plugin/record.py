@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pytest_trt.engine import Engine
+    from pytest_trt.engines.engine import Engine
     from pytest_trt.errors import TrtError
 
 #: keys of a verdict mapping that are fields of :class:`GoldenVerdict`; any other key goes to ``extra``

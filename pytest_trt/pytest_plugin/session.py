@@ -19,9 +19,10 @@ from pytest_trt.errors import TrtError
 
 if TYPE_CHECKING:
     from pytest_trt.audit.recorder import BundleRecorder, EngineAudit
-    from pytest_trt.catalog.session import ArchiveOutcome
+    from pytest_trt.catalog.archiving import ArchiveOutcome
     from pytest_trt.config import BuildConfig
-    from pytest_trt.engine import Engine
+    from pytest_trt.engines.engine import Engine
+    from pytest_trt.engines.provider import EngineProvider
     from pytest_trt.golden.workflow import GoldenCheck
     from pytest_trt.pytest_plugin.archive import ArchiveRequest
     from pytest_trt.pytest_plugin.audit import AuditOptions
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from pytest_trt.pytest_plugin.devices import Pinning
     from pytest_trt.pytest_plugin.golden import GoldenState
     from pytest_trt.pytest_plugin.record import ItemRecord
-    from pytest_trt.session import EngineProvider
 
 #: the report properties the golden state collects (pytest_plugin.golden.GoldenState.collect)
 _GOLDEN_PROPERTIES = frozenset((opt.REFRESHED_PROPERTY, opt.NOTE_PROPERTY))
@@ -183,13 +183,13 @@ class TrtSession:
     def pytest_make_collect_report(self, collector: pytest.Collector) -> pytest.CollectReport | None:
         if not isinstance(collector, pytest.Module):
             return None
-        from pytest_trt.collect_errors import make_collect_report
+        from pytest_trt.pytest_plugin.collect_errors import make_collect_report
 
         return make_collect_report(collector)
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         from pytest_trt.pytest_plugin.devices import header, pinning
-        from pytest_trt.report import header_lines
+        from pytest_trt.pytest_plugin.report import header_lines
 
         if self.pinning is None:  # not pinned: nothing is pinned by this call either (no index, nothing given)
             self.pinning = pinning("", None)
@@ -212,7 +212,7 @@ class TrtSession:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
-        from pytest_trt.current import begin_test, end_test
+        from pytest_trt.engines.current import begin_test, end_test
         from pytest_trt.errors import EngineNotRunnable
 
         record = item.stash.get(RECORD, None)
@@ -234,7 +234,7 @@ class TrtSession:
             end_test(token)
         if failure is not None:
             pytest.fail(failure, pytrace=False)
-        from pytest_trt.skipping import not_runnable_message
+        from pytest_trt.engines.skipping import not_runnable_message
 
         pytest.skip(not_runnable_message(skip or "engine not runnable here", ""))
 
@@ -290,7 +290,7 @@ class TrtSession:
 
         out = WorkerOutput()
         if self._provider is not None:
-            from pytest_trt.report import summary_rows
+            from pytest_trt.pytest_plugin.report import summary_rows
 
             out.engines = summary_rows(self._provider)
             out.cache_errors = list(self._provider.write_errors)

@@ -18,7 +18,7 @@ def write_summary(terminalreporter: Any, session: TrtSession) -> None:
     for worker in session.workers:
         own.merge(worker)
     if own.engines:
-        from pytest_trt.report import engine_table
+        from pytest_trt.pytest_plugin.report import engine_table
 
         terminalreporter.section(ENGINES)
         for line in engine_table(own.engines):

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from pytest_trt.backends.request import BuildRequest
     from pytest_trt.buildlog.record import BuildRecord
     from pytest_trt.config import BuildConfig
-    from pytest_trt.engine import Engine
+    from pytest_trt.engines.engine import Engine
 
 #: ``--trt-backend fake``
 FAKE = "fake"
@@ -62,7 +62,7 @@ def create(spec: BackendSpec) -> FakeBackend:
 def fake_backend(*, compute: Compute | None = None) -> Iterator[FakeBackend]:
     """Register the ``fake`` backend for the block and give a :class:`FakeBackend` (``compute`` as there).
 
-    Pass the instance to an :class:`~pytest_trt.session.EngineProvider` (``backend=``); a provider that
+    Pass the instance to an :class:`~pytest_trt.engines.provider.EngineProvider` (``backend=``); a provider that
     creates its own backend by name gets a plain one.  A row that was already registered stays.
     """
     registered = registry.find(FAKE) is not None
@@ -166,7 +166,7 @@ class FakeBackend:
 
     def engine(self, config: BuildConfig) -> Engine:
         """A fake engine for ``config`` without provider or cache: for a conftest's own ``trt_engine``."""
-        from pytest_trt.engine import Engine
+        from pytest_trt.engines.engine import Engine
 
         return Engine(config, self.build(config), self)
 

@@ -48,7 +48,7 @@ class LogDiff:
 
 def diff_logs(old: Path, new: Path, *, mask_tactics: bool = True, onnx: Path | None = None) -> LogDiff:
     """Read both logs (any dialect the parser knows) and diff their records."""
-    from pytest_trt.audit.summary import read_log_record
+    from pytest_trt.buildlog.summary import read_log_record
 
     a = read_log_record(old, onnx=onnx)
     b = read_log_record(new, onnx=onnx)

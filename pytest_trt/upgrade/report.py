@@ -51,7 +51,7 @@ def summary_lines(report: UpgradeReport, *, html: Path | None = None, digest: st
 
 def write_html(report: UpgradeReport, path: Path, *, tactics: bool = False) -> str:
     """Write the HTML atomically; return its sha256."""
-    from pytest_trt.fileio import write_bytes_atomic
+    from pytest_trt.common.fileio import write_bytes_atomic
     from pytest_trt.upgrade.html import render_html
 
     data = render_html(report, tactics=tactics).encode("utf-8")

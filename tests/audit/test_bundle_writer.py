@@ -22,13 +22,13 @@ from typing import Any
 
 import pytest
 
-from pytest_trt import background
 from pytest_trt.audit import archive, gathered
 from pytest_trt.audit import bundle as bundle_mod
 from pytest_trt.audit.archive import SegmentedGzip, tar_gz_bytes, write_tar_gz
 from pytest_trt.audit.bundle import BUILD, bundle_members, write_bundle
 from pytest_trt.audit.gathered import Gathered, write_buffers
 from pytest_trt.audit.verify import verify_bundle
+from pytest_trt.common import background
 from tests.audit.conftest import read_members
 from tests.audit.reference_writer import reference_tar_gz
 

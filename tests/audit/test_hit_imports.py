@@ -14,7 +14,7 @@ def test_bundle_naming_and_inputs_digest_import_no_archive_writer_and_config_no_
         "from pytest_trt.audit import recorder, sidecar\n"
         "from pytest_trt.audit.bundle import bundle_name, inputs_digest, canonical_json\n"
         "from pytest_trt.config import BuildConfig\n"
-        "import pytest_trt.engine, pytest_trt.session, pytest_trt.cache\n"
+        "import pytest_trt.engines.engine, pytest_trt.engines.provider, pytest_trt.engines.cache\n"
         "print(sorted({'tarfile', 'tomllib', 'pytest_trt.audit.archive', 'pytest_trt.buildlog.dialects',\n"
         "              'pytest_trt.buildlog.listings'} & set(sys.modules)))\n"
         "from pytest_trt.audit.bundle import bundle_members\n"

@@ -74,7 +74,7 @@ def test_cache_hit_session_neither_gunzips_nor_rewrites(tmp_path: Path, mnv2: An
 
 
 def _cached_engine(tmp_path: Path, result: Any, record: Any) -> _Engine:
-    from pytest_trt.cache import EngineCache
+    from pytest_trt.engines.cache import EngineCache
 
     return _Engine(result, record, EngineCache(tmp_path / "cache").store("ab" * 32, result))
 
@@ -98,7 +98,7 @@ def test_cache_hit_keeps_the_bundle_without_building_its_content(tmp_path: Path,
     mtime = os.stat(info.path).st_mtime_ns
     monkeypatch.setattr("pytest_trt.audit.bundle.bundle_members", _no_content)
     monkeypatch.setattr("pytest_trt.audit.verify.verify_bundle", _no_content)
-    monkeypatch.setattr("pytest_trt.fileio.acquire_lock", _no_content)  # reading needs no lock
+    monkeypatch.setattr("pytest_trt.common.fileio.acquire_lock", _no_content)  # reading needs no lock
     again = BundleRecorder(_settings(tmp_path / "b"), _environment=environment).bundle(engine)  # type: ignore[arg-type]
     assert again == info and os.stat(info.path).st_mtime_ns == mtime
 
@@ -160,7 +160,7 @@ def test_a_tampered_or_missing_bundle_is_rewritten_and_verifies(tmp_path: Path, 
 def test_a_fresh_build_settled_at_session_end_needs_no_content_on_the_next_hit(
         tmp_path: Path, mnv2: Any, record_of: Any, environment: dict[str, Any],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_trt.cache import EngineCache
+    from pytest_trt.engines.cache import EngineCache
 
     entry = EngineCache(tmp_path / "cache").store("cd" * 32, mnv2)
     fresh = _Engine(mnv2, record_of(mnv2), entry)
@@ -184,7 +184,7 @@ def test_a_fresh_build_settled_at_session_end_needs_no_content_on_the_next_hit(
 
 def test_settle_leaves_a_bundle_changed_since_it_was_written(tmp_path: Path, mnv2: Any, record_of: Any,
                                                              environment: dict[str, Any]) -> None:
-    from pytest_trt.cache import EngineCache
+    from pytest_trt.engines.cache import EngineCache
 
     fresh = _Engine(mnv2, record_of(mnv2), EngineCache(tmp_path / "cache").store("ef" * 32, mnv2))
     fresh.cached = False

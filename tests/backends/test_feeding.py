@@ -13,7 +13,7 @@ from onnx import TensorProto, helper
 from pytest_trt.backends.base import Runner, TensorSpec
 from pytest_trt.backends.feeding import expected_inputs_text, run_checked
 from pytest_trt.config import BuildConfig, OrtOptions, Profile
-from pytest_trt.engine import Engine
+from pytest_trt.engines.engine import Engine
 from pytest_trt.errors import BuildFailed, InputMismatch
 from tests.conftest import needs_ort
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 from pytest_trt.config import BuildConfig, OrtOptions
-from pytest_trt.engine import Engine
+from pytest_trt.engines.engine import Engine
 from tests.conftest import needs_ort
 
 pytestmark = needs_ort

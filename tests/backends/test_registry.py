@@ -117,7 +117,7 @@ def test_a_registered_backend_is_created_and_named_in_errors(toy: BackendSpec) -
 
 def test_a_registered_backend_reaches_environment_report_and_upgrade_note(toy: BackendSpec) -> None:
     from pytest_trt.audit.failures import _version
-    from pytest_trt.report import installed_version
+    from pytest_trt.pytest_plugin.report import installed_version
 
     pytest_version = importlib.metadata.version("pytest")  # the toy's "distribution"
     env = capture_environment(backend="toy-backend")

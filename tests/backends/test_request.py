@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from pytest_trt import BuildConfig, Profile, hostprobe
-from pytest_trt import fileio as fileio_module
+from pytest_trt import BuildConfig, Profile
 from pytest_trt.backends.request import BuildRequest, as_request
-from pytest_trt.session import EngineProvider
+from pytest_trt.common import fileio as fileio_module
+from pytest_trt.common import hostprobe
+from pytest_trt.engines.provider import EngineProvider
 from pytest_trt.testing import SpyBackend
 from tests.conftest import needs_ort, needs_rtx
 
@@ -122,7 +123,7 @@ def test_a_cache_hit_imports_no_tensorrt_rtx(tmp_path: Path, config: BuildConfig
         import sys
         from pathlib import Path
         from pytest_trt import BuildConfig, Profile
-        from pytest_trt.session import EngineProvider
+        from pytest_trt.engines.provider import EngineProvider
         config = BuildConfig(name="cbr", onnx=Path({str(config.onnx)!r}),
                              profiles=[Profile(input=((1, 3, 16, 16), (2, 3, 16, 16), (4, 3, 16, 16)))])
         engine = EngineProvider("tensorrt-rtx", cache_dir=Path({str(cache)!r})).get(config)

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 import pytest_trt
-import pytest_trt.assertions as module_forms
+import pytest_trt.engines.assertions as module_forms
 from pytest_trt import buildlog
 from pytest_trt.buildlog import registry
 from pytest_trt.buildlog.record import BuildRecord, Layer
-from pytest_trt.current import begin_test, end_test
-from pytest_trt.engine import Engine
+from pytest_trt.engines.current import begin_test, end_test
+from pytest_trt.engines.engine import Engine
 
 #: the public assertions, spelled out independently of the registry
 PUBLIC = ("assert_fused", "assert_no_fusion", "assert_precision", "assert_layer_count", "assert_warning",

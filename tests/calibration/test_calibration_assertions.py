@@ -67,7 +67,7 @@ def test_assert_calibration_on_a_log_record(trt7_record: BuildRecord) -> None:
 def built(incident_configs):  # type: ignore[no-untyped-def]
     """Engines of the incident's two configs (ONNX Runtime backend), calibrated through the shared store."""
     from pytest_trt.backends.registry import create_backend
-    from pytest_trt.engine import Engine
+    from pytest_trt.engines.engine import Engine
 
     backend = create_backend("onnxruntime")
     return {c.calibration.algorithm: Engine(c, backend.build(c), backend) for c in incident_configs}
@@ -127,7 +127,7 @@ def test_assert_calibration_coverage(built, calib_npz) -> None:  # type: ignore[
 @pytest.mark.skipif(not HAS_RTX or RTX_MM == "1.4", reason="needs TensorRT-RTX 1.7 to build the Q/DQ model")
 def test_assert_int8_on_tensorrt_rtx_and_onnxruntime(incident_configs, built) -> None:  # type: ignore[no-untyped-def]
     from pytest_trt.backends.registry import create_backend
-    from pytest_trt.engine import Engine
+    from pytest_trt.engines.engine import Engine
 
     config = incident_configs[0]
     backend = create_backend("tensorrt-rtx")

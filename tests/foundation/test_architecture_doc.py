@@ -23,7 +23,7 @@ FOLDERS = ("tests/", "examples/", "benchmarks/", "golden/", "scripts/", "docs/")
 
 #: a repository path in backticks: ``pytest_trt/x.py``, ``tests/foundation/``, ``scripts/import_graph.py``
 PATH_RE = re.compile(r"`((?:pytest_trt|tests|examples|benchmarks|golden|scripts|docs)(?:/[\w.-]*)*/?)`")
-#: a dotted name of the package in backticks, possibly inside a longer span: ``pytest_trt.session.EngineProvider.get``
+#: a dotted name of the package in backticks, possibly inside a longer span: ``pytest_trt.engines.provider.EngineProvider.get``
 NAME_RE = re.compile(r"(?<![\w./])(pytest_trt(?:\.[A-Za-z_]\w*)+)")
 
 
@@ -158,9 +158,10 @@ def test_a_renamed_module_is_caught(tmp_path: Path, doc: str) -> None:
 
 
 def test_a_changed_layer_and_a_wrong_name_are_caught(doc: str) -> None:
-    moved = doc.replace("| 4 | `compare` |", "| 4 | `compare`, `golden` |", 1)
+    moved = doc.replace("| 3 | `compare` |", "| 3 | `compare`, `golden` |", 1)
+    assert moved != doc
     assert doc_layers(moved) != import_graph().LAYERS
     with pytest.raises(AttributeError, match="no attribute 'get_engine'"):
-        resolve("pytest_trt.session.EngineProvider.get_engine")
+        resolve("pytest_trt.engines.provider.EngineProvider.get_engine")
     with pytest.raises(ModuleNotFoundError):
         resolve("pytest_trt_missing.x")

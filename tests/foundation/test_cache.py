@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pytest_trt import BuildConfig, BuildFailed, Profile
-from pytest_trt.session import EngineNotBuilt, EngineProvider
+from pytest_trt.engines.provider import EngineNotBuilt, EngineProvider
 from pytest_trt.testing import SpyBackend
 from tests.conftest import needs_rtx
 
@@ -152,7 +152,7 @@ RACE = textwrap.dedent(
     """
     import json, sys, time
     from pytest_trt import BuildConfig, Profile
-    from pytest_trt.session import EngineProvider
+    from pytest_trt.engines.provider import EngineProvider
     cfg = BuildConfig(name="cbr", onnx=sys.argv[1], profiles=[Profile(input=((1,3,16,16),(2,3,16,16),(4,3,16,16)))])
     p = EngineProvider("tensorrt-rtx", cache_dir=sys.argv[2], build=True)
     p.backend.version()  # import TensorRT before the start line, so both race on the lock

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from pytest_trt.cache import EngineCache
+from pytest_trt.engines.cache import EngineCache
 from pytest_trt.errors import CacheCorrupt
 from tests.conftest import needs_rtx
 

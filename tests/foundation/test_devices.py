@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_trt import devices as dev
-from pytest_trt import hostprobe as device
+from pytest_trt.common import hostprobe as device
 from pytest_trt.options import DEVICES
+from pytest_trt.pytest_plugin import devices as dev
 from tests.conftest import install_fake_nvidia_smi
 
 #: what a fake nvidia-smi prints for --query-gpu=index,name,compute_cap,memory.total,driver_version,uuid
@@ -65,7 +65,7 @@ def test_each_worker_sees_only_its_device(pytester, fake_smi, monkeypatch):
     pytest.importorskip("xdist")
     pytester.makepyfile(test_probe="""
 import os, pathlib
-from pytest_trt.hostprobe import gpus
+from pytest_trt.common.hostprobe import gpus
 
 def test_a(trt_device):
     out = pathlib.Path(os.environ["PROBE_DIR"]) / os.environ["PYTEST_XDIST_WORKER"]

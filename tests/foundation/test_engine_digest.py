@@ -74,7 +74,7 @@ EXIT_SCRIPT = """
 import sys
 from pathlib import Path
 from pytest_trt.config import BuildConfig, Profile
-from pytest_trt.session import EngineProvider
+from pytest_trt.engines.provider import EngineProvider
 from pytest_trt.testing import FakeBackend
 from pytest_trt.testing.models import write_classifier
 
@@ -110,7 +110,7 @@ def test_a_failed_engine_write_publishes_no_cache_entry(tmp_path: Path, monkeypa
     import errno
 
     from pytest_trt import artifact
-    from pytest_trt.cache import EngineCache
+    from pytest_trt.engines.cache import EngineCache
 
     result = artifact.BuildResult(
         backend="fake", engine=b"\x01" * 100_000, log=ENTRIES, config={"name": "m"}, effective_config={},
@@ -136,9 +136,9 @@ def test_a_failed_engine_write_publishes_no_cache_entry(tmp_path: Path, monkeypa
 
 FORK_SCRIPT = """
 import hashlib, os, threading
-from pytest_trt import session
+from pytest_trt.engines import provider as session
 from pytest_trt.artifact import EngineDigest
-from pytest_trt.background import Future, on_thread
+from pytest_trt.common.background import Future, on_thread
 
 gate = threading.Event()
 slow = Future()

@@ -1,4 +1,4 @@
-"""pytest_trt.fileio: atomic writes, directory replace, the one file lock, file sha256."""
+"""pytest_trt.common.fileio: atomic writes, directory replace, the one file lock, file sha256."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_trt.errors import LockTimeout
-from pytest_trt.fileio import (
+from pytest_trt.common.fileio import (
     acquire_lock,
     locked,
     replace_directory,
@@ -21,6 +20,7 @@ from pytest_trt.fileio import (
     write_json_atomic,
     write_text_atomic,
 )
+from pytest_trt.errors import LockTimeout
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 _COUNTER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from pytest_trt.fileio import locked
+    from pytest_trt.common.fileio import locked
     counter, rounds = Path(sys.argv[1]), int(sys.argv[2])
     for _ in range(rounds):
         with locked(counter.with_name("counter.lock"), what=f"counter {counter}", timeout=60):
@@ -41,7 +41,7 @@ _COUNTER = textwrap.dedent("""
 _HOLDER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from pytest_trt.fileio import acquire_lock
+    from pytest_trt.common.fileio import acquire_lock
     held = acquire_lock(Path(sys.argv[1]), what="x", timeout=10)
     print("held", flush=True)
     time.sleep(60)
@@ -98,7 +98,7 @@ def test_atomic_writes_leave_no_temporary_file(tmp_path: Path) -> None:
 
 
 def test_a_failed_atomic_write_keeps_the_old_file(tmp_path: Path) -> None:
-    from pytest_trt.fileio import write_atomic
+    from pytest_trt.common.fileio import write_atomic
 
     target = tmp_path / "f"
     target.write_bytes(b"old")
@@ -144,7 +144,7 @@ def test_sha256_file(tmp_path: Path) -> None:
 
 
 def test_edited_copy_replaces_on_success_only(tmp_path: Path) -> None:
-    from pytest_trt.fileio import edited_copy
+    from pytest_trt.common.fileio import edited_copy
 
     path = tmp_path / "g.h5"
     path.write_bytes(b"v1")
@@ -172,7 +172,7 @@ def test_a_durable_atomic_write_fsyncs_the_file_then_its_folder(tmp_path: Path, 
                                                                  durable: bool) -> None:
     import stat
 
-    from pytest_trt import fileio
+    from pytest_trt.common import fileio
 
     synced: list[str] = []
     real_fsync = os.fsync

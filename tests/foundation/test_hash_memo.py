@@ -6,8 +6,8 @@ import hashlib
 import os
 from pathlib import Path
 
-from pytest_trt import fileio
-from pytest_trt.fileio import sha256_file
+from pytest_trt.common import fileio
+from pytest_trt.common.fileio import sha256_file
 
 
 def test_memo_returns_the_hash_and_sees_every_edit(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

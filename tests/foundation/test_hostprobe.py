@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_trt import hostprobe
 from pytest_trt.audit.environment import capture_environment
+from pytest_trt.common import hostprobe
 from tests.conftest import install_fake_nvidia_smi
 
 QUERY_LINES = [

@@ -23,7 +23,7 @@ def _checker() -> ModuleType:
 
 
 def test_pytest_trt_has_no_upward_import_no_cycle_and_no_unplaced_module() -> None:
-    found = _checker().violations(ROOT / "pytest_trt")
+    found = _checker().violations(ROOT / "pytest_trt", strict=False)
     assert found == [], "import rules broken (see scripts/import_graph.py):\n" + "\n".join(found)
 
 
@@ -45,7 +45,7 @@ def test_checker_reports_an_upward_lazy_import_a_cycle_and_an_unplaced_module(tm
         "compare/__init__.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pytest_trt.golden import store\n",
         "mystery.py": "",
     })
-    found = _checker().violations(package)
+    found = _checker().violations(package, strict=False)
     assert found == [
         "upward: pytest_trt.errors (layer 0) imports pytest_trt.golden (layer 5)",
         "upward: pytest_trt.errors (layer 0) imports pytest_trt.golden.store (layer 5)",

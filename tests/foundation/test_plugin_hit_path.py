@@ -20,7 +20,7 @@ from pytest_trt import BuildConfig, Profile
 from pytest_trt import artifact as artifact_module
 from pytest_trt.artifact import BUILD_FILE, ENGINE_FILE, BuildResult
 from pytest_trt.audit import environment
-from pytest_trt.cache import EngineCache
+from pytest_trt.engines.cache import EngineCache
 from pytest_trt.errors import CacheCorrupt
 from tests.conftest import needs_rtx
 
@@ -31,7 +31,7 @@ DYN = Profile(input=((1, 3, 16, 16), (2, 3, 16, 16), (4, 3, 16, 16)))
 @pytest.fixture(scope="module")
 def entry(models, tmp_path_factory):
     """(cache, key, the engine as built): one real TensorRT-RTX build of the example conv-bn-relu model."""
-    from pytest_trt.session import EngineProvider
+    from pytest_trt.engines.provider import EngineProvider
 
     cache_dir = tmp_path_factory.mktemp("hit") / "cache"
     provider = EngineProvider("tensorrt-rtx", cache_dir=cache_dir, build=True)
@@ -319,8 +319,8 @@ def test_git_dir_in_the_environment_lets_git_decide(tmp_path, started, monkeypat
 
 # -- Engine: the record assertions load on first use ----------------------------------------------------------
 def test_engine_methods_are_exactly_the_assertions():
-    from pytest_trt.assertions import EngineAssertions
-    from pytest_trt.engine import ASSERTION_METHODS, Engine
+    from pytest_trt.engines.assertions import EngineAssertions
+    from pytest_trt.engines.engine import ASSERTION_METHODS, Engine
 
     assert set(ASSERTION_METHODS) == {n for n in vars(EngineAssertions) if n.startswith("assert_")}
     for name in ASSERTION_METHODS:
@@ -328,7 +328,7 @@ def test_engine_methods_are_exactly_the_assertions():
 
 
 def test_importing_engine_loads_no_assertion_module():
-    code = ("import sys, pytest_trt.engine; "
+    code = ("import sys, pytest_trt.engines.engine; "
             "print(sorted(m for m in sys.modules if m.endswith('assertions') and m.startswith('pytest_trt')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
@@ -381,8 +381,8 @@ def test_a_hit_run_without_html_or_golden_loads_neither(pytester, models):
     lines = (pytester.path / "extras.txt").read_text().split("\n")[:-1]
     assert [line.split()[1:] for line in lines] == [["0", "5"]] * 2  # bundle properties, no html extras
     loaded = set(json.loads((pytester.path / "loaded.json").read_text()))
-    assert {"pytest_trt.audit.recorder", "pytest_trt.engine"} <= loaded  # positive control: bundles were audited
-    for module in ("pytest_trt.pytest_plugin.golden", "pytest_trt.assertions", "pytest_trt.buildlog.assertions"):
+    assert {"pytest_trt.audit.recorder", "pytest_trt.engines.engine"} <= loaded  # positive control: bundles were audited
+    for module in ("pytest_trt.pytest_plugin.golden", "pytest_trt.engines.assertions", "pytest_trt.buildlog.assertions"):
         assert module not in loaded
     assert not any((pytester.path / "trt-bundles").glob("*.invalid"))
     assert (pytester.path / "trt-bundles" / environment.MEMO_FILE).is_file()
@@ -399,8 +399,8 @@ def test_a_cached_engine_is_identified_by_the_digests_it_was_checked_against(ent
     import shutil
 
     from pytest_trt.audit.recorder import _result_identity
-    from pytest_trt.cache import ENTRY_FILE
-    from pytest_trt.engine import Engine
+    from pytest_trt.engines.cache import ENTRY_FILE
+    from pytest_trt.engines.engine import Engine
 
     cache, key, built = entry
     copy = EngineCache(tmp_path / "cache")

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_trt.audit.summary import read_log_record
-from pytest_trt.record_store import RECORD_FILE, load_facts, save_record
+from pytest_trt.buildlog.summary import read_log_record
+from pytest_trt.engines.record_store import RECORD_FILE, load_facts, save_record
 from tests.conftest import needs_rtx
 
 LOG = Path(__file__).resolve().parents[1] / "data" / "trt_logs" / "log_rtx1.7.1_mobilenet_v2_detailed.txt"
@@ -43,7 +43,7 @@ def stored(tmp_path: Path):
     pytest.importorskip("tensorrt_rtx", reason="needs tensorrt-rtx (pip install tensorrt-rtx)")
     from examples.models import write_all
     from pytest_trt.config import BuildConfig, Profile
-    from pytest_trt.session import EngineProvider
+    from pytest_trt.engines.provider import EngineProvider
 
     onnx = write_all(tmp_path / "models")["mobilenet_v2"]
     config = BuildConfig(name="mnv2", onnx=onnx, profiles=[Profile(input=((1, 3, 32, 32), (2, 3, 32, 32),

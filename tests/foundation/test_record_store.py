@@ -12,8 +12,8 @@ import json
 import pytest
 
 from pytest_trt import BuildConfig, Profile
-from pytest_trt.record_store import RECORD_FILE
-from pytest_trt.session import EngineProvider
+from pytest_trt.engines.provider import EngineProvider
+from pytest_trt.engines.record_store import RECORD_FILE
 from pytest_trt.testing import SpyBackend
 from tests.conftest import needs_ort, needs_rtx
 

@@ -9,16 +9,16 @@ from __future__ import annotations
 import pytest
 
 #: never loaded by a run without trt tests (the buildlog parser, configs, cache, bundles, numpy ...)
-NOT_LOADED = ("pytest_trt.buildlog", "pytest_trt.config", "pytest_trt.engine", "pytest_trt.assertions",
+NOT_LOADED = ("pytest_trt.buildlog", "pytest_trt.config", "pytest_trt.engines.engine", "pytest_trt.engines.assertions",
               "pytest_trt.audit.bundle", "pytest_trt.audit.archive", "pytest_trt.audit.pins",
               "pytest_trt.golden.store", "tarfile", "numpy", "h5py", "onnx", "onnxruntime", "tensorrt_rtx",
               # the engine provider and the hook modules' state are made on first use
-              "pytest_trt.session", "pytest_trt.cache", "pytest_trt.artifact",
+              "pytest_trt.engines.provider", "pytest_trt.engines.cache", "pytest_trt.artifact",
               # the backend table (options read its names) loads; no backend module, no request
               "pytest_trt.backends.base", "pytest_trt.backends.request", "pytest_trt.backends.tensorrt",
               "pytest_trt.backends.onnxruntime",
-              "pytest_trt.audit.recorder", "pytest_trt.catalog.session", "pytest_trt.devices",
-              "pytest_trt.invocation", "pytest_trt.report", "pytest_trt.calibration", "pytest_trt.golden.workflow",
+              "pytest_trt.audit.recorder", "pytest_trt.catalog.archiving", "pytest_trt.pytest_plugin.devices",
+              "pytest_trt.pytest_plugin.invocation", "pytest_trt.pytest_plugin.report", "pytest_trt.calibration", "pytest_trt.golden.workflow",
               # what only an option, an engine or pytest-xdist asks for
               "pytest_trt.pytest_plugin.audit", "pytest_trt.pytest_plugin.archive", "pytest_trt.pytest_plugin.devices",
               "pytest_trt.pytest_plugin.channel", "pytest_trt.pytest_plugin.summary", "pytest_trt.golden.provenance",
@@ -29,7 +29,8 @@ NOT_LOADED = ("pytest_trt.buildlog", "pytest_trt.config", "pytest_trt.engine", "
 ALLOWED = {"pytest_trt", "pytest_trt.errors", "pytest_trt.options", "pytest_trt.plugin", "pytest_trt.pytest_plugin",
            "pytest_trt.backends", "pytest_trt.backends.registry",
            "pytest_trt.pytest_plugin.session",
-           "pytest_trt.compare", "pytest_trt.compare.thresholds", "pytest_trt.collect_errors", "pytest_trt.current"}
+           "pytest_trt.compare", "pytest_trt.compare.thresholds", "pytest_trt.pytest_plugin.collect_errors", "pytest_trt.engines",
+           "pytest_trt.engines.current"}
 
 
 def test_plain_run_loads_no_heavy_module(pytester: pytest.Pytester) -> None:

@@ -227,7 +227,7 @@ def test_engines_cannot_run_without_a_supported_gpu(rtx, models):
 
     import numpy as np
 
-    from pytest_trt.engine import Engine
+    from pytest_trt.engines.engine import Engine
 
     engine = Engine(cfg, result, rtx)
     feeds = {"input": np.zeros((1, 3, 16, 16), np.float32)}

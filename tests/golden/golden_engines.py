@@ -81,9 +81,9 @@ class OutputsOnly(OrtEngine):
 
 
 def real_engine(config: BuildConfig) -> object:
-    """A real ONNX Runtime build through the product's backend: a ``pytest_trt.engine.Engine``."""
+    """A real ONNX Runtime build through the product's backend: a ``pytest_trt.engines.engine.Engine``."""
     from pytest_trt.backends.onnxruntime import OrtBackend
-    from pytest_trt.engine import Engine
+    from pytest_trt.engines.engine import Engine
 
     backend = OrtBackend()
     return Engine(config, backend.build(config), backend)

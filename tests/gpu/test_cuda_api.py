@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from pytest_trt.hostprobe import no_gpu_reason
+from pytest_trt.common.hostprobe import no_gpu_reason
 
 pytestmark = pytest.mark.skipif(no_gpu_reason() is not None, reason=f"needs an NVIDIA GPU: {no_gpu_reason()}")
 

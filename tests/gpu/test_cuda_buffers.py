@@ -7,7 +7,7 @@ import importlib.util
 import numpy as np
 import pytest
 
-from pytest_trt.hostprobe import gpus, no_gpu_reason
+from pytest_trt.common.hostprobe import gpus, no_gpu_reason
 
 pytestmark = [
     pytest.mark.skipif(no_gpu_reason() is not None, reason=f"needs an NVIDIA GPU: {no_gpu_reason()}"),

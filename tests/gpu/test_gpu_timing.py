@@ -12,7 +12,7 @@ import importlib.util
 import numpy as np
 import pytest
 
-from pytest_trt.hostprobe import no_gpu_reason
+from pytest_trt.common.hostprobe import no_gpu_reason
 
 pytestmark = pytest.mark.skipif(no_gpu_reason() is not None, reason=f"needs an NVIDIA GPU: {no_gpu_reason()}")
 
@@ -48,7 +48,7 @@ class CopyRunner:
 @pytest.mark.parametrize("binding", BINDINGS)
 def test_benchmark_uses_cuda_events_on_a_gpu_runner(binding):
     from pytest_trt.backends import cudaapi
-    from pytest_trt.timing import benchmark
+    from pytest_trt.engines.benchmark import benchmark
 
     api = cudaapi.load(binding)
     runner = CopyRunner(api)

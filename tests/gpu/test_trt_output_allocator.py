@@ -30,7 +30,7 @@ def test_data_dependent_output_goes_through_the_output_allocator(tmp_path):
     from onnx import TensorProto, helper
 
     from pytest_trt.backends.tensorrt import TensorRTBackend
-    from pytest_trt.engine import Engine
+    from pytest_trt.engines.engine import Engine
 
     graph = helper.make_graph([helper.make_node("NonZero", ["x"], ["idx"], name="nz")], "nz",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(_reason() is not None, reason=f"cannot run Tenso
 
 def test_rtx_engine_matches_the_onnx_reference(models):
     from pytest_trt.backends.tensorrt import TensorRTBackend
-    from pytest_trt.engine import Engine
+    from pytest_trt.engines.engine import Engine
 
     backend = TensorRTBackend("tensorrt_rtx")
     config = BuildConfig(name="mnv2", onnx=models["mobilenet_v2"],
@@ -46,7 +46,7 @@ def test_rtx_engine_with_two_profiles_picks_the_one_that_fits(models, binding, m
     import importlib.util
 
     from pytest_trt.backends.tensorrt import TensorRTBackend
-    from pytest_trt.engine import Engine
+    from pytest_trt.engines.engine import Engine
 
     if importlib.util.find_spec("pycuda" if binding == "pycuda" else "cuda") is None:
         pytest.skip(f"{binding} is not installed")

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from pytest_trt.backends import cudaapi
-from pytest_trt.hostprobe import gpus, no_gpu_reason
+from pytest_trt.common.hostprobe import gpus, no_gpu_reason
 from pytest_trt.options import DEVICES
 
 pytestmark = [
@@ -22,7 +22,7 @@ pytestmark = [
 PROBE = """
 import json, os, pathlib
 from pytest_trt.backends import cudaapi
-from pytest_trt.hostprobe import gpus
+from pytest_trt.common.hostprobe import gpus
 
 def test_probe(trt_device):
     api = cudaapi.load()

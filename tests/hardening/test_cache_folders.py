@@ -8,8 +8,8 @@ import textwrap
 import pytest
 
 from pytest_trt import BuildConfig, Profile
+from pytest_trt.engines.provider import EngineNotBuilt, EngineProvider
 from pytest_trt.errors import FolderUnusable
-from pytest_trt.session import EngineNotBuilt, EngineProvider
 from tests.conftest import needs_rtx
 from tests.hardening import unprivileged
 
@@ -19,7 +19,7 @@ DYN = Profile(input=((1, 3, 16, 16), (2, 3, 16, 16), (4, 3, 16, 16)))
 LOOKUP = """
 from pathlib import Path
 from pytest_trt import BuildConfig, Profile
-from pytest_trt.session import EngineProvider
+from pytest_trt.engines.provider import EngineProvider
 from pytest_trt.errors import TrtError
 dyn = Profile(input=((1, 3, 16, 16), (2, 3, 16, 16), (4, 3, 16, 16)))
 cfg = BuildConfig(name="cbr", onnx=Path({onnx!r}), profiles=[dyn]{extra})
@@ -109,7 +109,7 @@ def test_cache_dir_file_in_a_pytest_run_is_one_clear_failure(pytester, models):
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*engine cache */trt.cache is a file, not a folder: remove or rename it*"])
     result.stdout.no_fnmatch_line("*Traceback*")
-    result.stdout.no_fnmatch_line("*pytest_trt/cache.py*")
+    result.stdout.no_fnmatch_line("*pytest_trt/engines/cache.py*")
 
 
 def test_rebuild_replaces_a_healthy_entry_without_keeping_it_as_corrupt(tmp_path, models):
@@ -125,7 +125,7 @@ def test_rebuild_replaces_a_healthy_entry_without_keeping_it_as_corrupt(tmp_path
 
 
 def test_corrupt_entries_are_pruned_to_the_newest_few(tmp_path, models):
-    from pytest_trt.cache import KEEP_CORRUPT
+    from pytest_trt.engines.cache import KEEP_CORRUPT
 
     cfg = BuildConfig(name="cbr", onnx=models["conv_bn_relu"], profiles=[DYN])
     cache = tmp_path / "cache"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_trt.invocation import pasteable_nodeid, rootdir_moved_by
+from pytest_trt.pytest_plugin.invocation import pasteable_nodeid, rootdir_moved_by
 
 
 def test_pasteable_nodeid_is_relative_to_the_invocation_dir(tmp_path: Path) -> None:

@@ -95,7 +95,7 @@ def _relu_model(path, *, ir: int, opset: int):
 def test_onnx_newer_than_the_parser_is_refused_with_both_numbers(rtx, tmp_path, ir, opset):
     # TensorRT-RTX 1.7 itself parses IR 99 / opset 99 and builds an engine without a word.
     from pytest_trt import BuildFailed
-    from pytest_trt.onnx_limits import limits_for
+    from pytest_trt.backends.onnx_limits import limits_for
 
     row = limits_for("tensorrt_rtx", RTX_VERSION)
     ir = row.max_ir + 1 if ir == "max+1" else ir
@@ -110,7 +110,7 @@ def test_onnx_newer_than_the_parser_is_refused_with_both_numbers(rtx, tmp_path, 
 
 
 def test_onnx_at_the_parser_limit_builds(rtx, tmp_path):
-    from pytest_trt.onnx_limits import ONNX_LIMITS
+    from pytest_trt.backends.onnx_limits import ONNX_LIMITS
 
     if ("tensorrt_rtx", RTX_MM) not in ONNX_LIMITS:
         pytest.skip(f"no ONNX limits row for tensorrt_rtx {RTX_MM}: bounded by the onnx package instead")
@@ -124,7 +124,7 @@ def test_onnx_at_the_parser_limit_builds(rtx, tmp_path):
 def test_header_reader_agrees_with_onnx(models, tmp_path):
     import onnx
 
-    from pytest_trt.onnx_limits import OnnxHeader, read_header
+    from pytest_trt.backends.onnx_limits import OnnxHeader, read_header
 
     paths = [*models.values(), _relu_model(tmp_path / "r.onnx", ir=11, opset=23)]
     for path in paths:

@@ -40,7 +40,7 @@ def mixed_dtypes_model() -> onnx.ModelProto:
 
 def ort_engine(config: BuildConfig):
     from pytest_trt.backends.onnxruntime import OrtBackend
-    from pytest_trt.engine import Engine
+    from pytest_trt.engines.engine import Engine
 
     backend = OrtBackend()
     return Engine(config, backend.build(config), backend)

@@ -58,7 +58,7 @@ def test_hypothesis_finds_and_shrinks_the_planted_bug(planted_engine, models):
 
 
 def test_failure_message_numbers_are_exact(mnv2_engine):
-    from pytest_trt.differential import compare_outputs, render_failure
+    from pytest_trt.compare.differential import compare_outputs, render_failure
 
     want = {"y": np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)}
     got = {"y": np.array([[1.0, 2.5], [3.0, 4.0]], np.float32)}
@@ -74,7 +74,7 @@ def test_failure_message_numbers_are_exact(mnv2_engine):
 
 
 def test_cosine_alone_can_fail(mnv2_engine):
-    from pytest_trt.differential import compare_outputs
+    from pytest_trt.compare.differential import compare_outputs
 
     want = {"y": np.array([1.0, 0.0], np.float32)}
     got = {"y": np.array([1.0, 0.05], np.float32)}

@@ -75,7 +75,7 @@ def load_facts(folder: Path, result: BuildResult) -> dict[str, Any] | None:
 def save_record(folder: Path, result: BuildResult, record: BuildRecord) -> bool:
     """Store ``record`` in the complete entry ``folder``; False when it cannot (read-only cache, no entry)."""
     from pytest_trt.buildlog.record import BuildRecord
-    from pytest_trt.fileio import write_bytes_atomic
+    from pytest_trt.common.fileio import write_bytes_atomic
 
     if not folder.is_dir():
         return False

@@ -23,8 +23,7 @@ from pathlib import Path
 
 from pytest_trt.artifact import ENGINE_FILE, BuildResult
 from pytest_trt.backends.request import CACHE_SCHEMA
-from pytest_trt.errors import CacheCorrupt, FolderUnusable
-from pytest_trt.fileio import (
+from pytest_trt.common.fileio import (
     LOCK_TIMEOUT_S,
     HeldLock,
     acquire_lock,
@@ -32,6 +31,7 @@ from pytest_trt.fileio import (
     replace_directory,
     write_bytes_atomic,
 )
+from pytest_trt.errors import CacheCorrupt, FolderUnusable
 
 ENTRY_FILE = "entry.json"
 #: corrupt entries kept for inspection (newest first); older ones are deleted

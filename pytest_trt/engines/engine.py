@@ -7,21 +7,21 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_trt.current import in_test
+from pytest_trt.engines.current import in_test
+from pytest_trt.engines.skipping import not_runnable_message, skip_here
 from pytest_trt.errors import EngineNotRunnable
-from pytest_trt.skipping import not_runnable_message, skip_here
 
 if TYPE_CHECKING:
     import numpy as np
 
     from pytest_trt.artifact import BuildResult
-    from pytest_trt.assertions import EngineAssertions
     from pytest_trt.backends.base import Backend, Runner
     from pytest_trt.buildlog.record import BuildRecord
     from pytest_trt.config import BuildConfig
-    from pytest_trt.timing import BenchmarkResult
+    from pytest_trt.engines.assertions import EngineAssertions
+    from pytest_trt.engines.benchmark import BenchmarkResult
 
-#: the methods of :class:`~pytest_trt.assertions.EngineAssertions`, which ``Engine`` takes on first use
+#: the methods of :class:`~pytest_trt.engines.assertions.EngineAssertions`, which ``Engine`` takes on first use
 #: (tests/foundation/test_plugin_hit_path.py checks this list against the class)
 ASSERTION_METHODS = ("assert_fused", "assert_no_fusion", "assert_precision", "assert_layer_count", "assert_warning",
                      "assert_no_warning", "assert_calibration", "assert_dynamic_range", "assert_int8",
@@ -39,7 +39,7 @@ class _Deferred:
         self.name = name
 
     def __get__(self, obj: object, objtype: type | None = None) -> Any:
-        from pytest_trt.assertions import EngineAssertions
+        from pytest_trt.engines.assertions import EngineAssertions
 
         method = EngineAssertions.__dict__[self.name]
         owner = objtype if objtype is not None else type(obj)
@@ -59,7 +59,7 @@ class Engine(_Assertions):
     ``result`` holds the engine bytes and the build evidence, ``record`` the
     structured facts parsed from it (parsed once, on first use), and ``run``
     executes it where this machine can.  The ``assert_*`` methods on the record
-    come from :class:`~pytest_trt.assertions.EngineAssertions` (one definition
+    come from :class:`~pytest_trt.engines.assertions.EngineAssertions` (one definition
     each, in :mod:`pytest_trt.buildlog.assertions`), taken on first use.
     """
 
@@ -92,10 +92,10 @@ class Engine(_Assertions):
 
     @functools.cached_property
     def record(self) -> BuildRecord:
-        # a cache hit reads the record stored with its entry (pytest_trt.record_store); a build's
+        # a cache hit reads the record stored with its entry (pytest_trt.engines.record_store); a build's
         # record is stored by the provider once its entry is on disk (EngineProvider.flush)
         if self.cached and self.artifact_dir is not None:
-            from pytest_trt.record_store import load_record, save_record
+            from pytest_trt.engines.record_store import load_record, save_record
 
             stored = load_record(self.artifact_dir, self.result)
             if stored is not None:
@@ -109,14 +109,14 @@ class Engine(_Assertions):
         """``{"layers": n, "fusions": n, "precisions": {...}}`` of this build (test reports, the session summary).
 
         On a cache hit they are read from the record stored with the entry without making the record
-        (:func:`pytest_trt.record_store.load_facts`); otherwise they come from :attr:`record`.
+        (:func:`pytest_trt.engines.record_store.load_facts`); otherwise they come from :attr:`record`.
         """
         known = self.__dict__.get("_record_facts")  # read once per engine (every test's report asks)
         if known is not None:
             return dict(known)
         facts = None
         if not self.record_parsed and self.cached and self.artifact_dir is not None:
-            from pytest_trt.record_store import load_facts
+            from pytest_trt.engines.record_store import load_facts
 
             facts = load_facts(self.artifact_dir, self.result)
         if facts is None:
@@ -179,7 +179,7 @@ class Engine(_Assertions):
         hypothesis: ``@given(engine_inputs(engine))``.
         """
         __tracebackhide__ = True
-        from pytest_trt.differential import compare_outputs, render_failure
+        from pytest_trt.compare.differential import compare_outputs, render_failure
 
         runner = self._reference_for(reference)
         got = self.run(inputs)
@@ -215,7 +215,7 @@ class Engine(_Assertions):
         throughput in samples/s (axis 0 of the inputs) and the spread; on
         the CPU clock also the CPU time of each run.
         """
-        from pytest_trt.timing import benchmark
+        from pytest_trt.engines.benchmark import benchmark
 
         return benchmark(self.run, self.runner, inputs, warmup=warmup, iterations=iterations, min_time=min_time,
                          rounds=rounds, device=self.result.device)

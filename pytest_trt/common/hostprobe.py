@@ -105,7 +105,7 @@ def all_gpus() -> tuple[Gpu, ...]:
 def gpus() -> tuple[Gpu, ...]:
     """GPUs this process can use: :func:`all_gpus` filtered by ``CUDA_VISIBLE_DEVICES``.
 
-    A pinned pytest-xdist worker (:mod:`pytest_trt.devices`) therefore sees its own GPU first.
+    A pinned pytest-xdist worker (:mod:`pytest_trt.pytest_plugin.devices`) therefore sees its own GPU first.
     """
     return visible(all_gpus(), os.environ.get("CUDA_VISIBLE_DEVICES"))
 

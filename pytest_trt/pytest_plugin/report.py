@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pytest_trt.session import EngineProvider
+    from pytest_trt.engines.provider import EngineProvider
 
 def installed_version(backend: str) -> str:
     """The backend's version from package metadata, without importing it."""
@@ -16,7 +16,7 @@ def installed_version(backend: str) -> str:
 
 
 def header_lines(provider: EngineProvider) -> list[str]:
-    from pytest_trt.hostprobe import gpus
+    from pytest_trt.common.hostprobe import gpus
 
     if provider.backend_name == "none":
         return [f"pytest-trt: no backend ({provider.why})"]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Concatenate, ParamSpec
 from pytest_trt.buildlog import assertions as _checks
 from pytest_trt.buildlog import calibration_assertions as _calibration
 from pytest_trt.buildlog.registry import REGISTRY, engine_method, present
-from pytest_trt.current import current_engine
+from pytest_trt.engines.current import current_engine
 
 if TYPE_CHECKING:
     from pytest_trt.buildlog.record import BuildRecord

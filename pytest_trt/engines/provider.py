@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_trt.artifact import format_log
 from pytest_trt.backends.request import BuildRequest
-from pytest_trt.background import Future, on_thread
-from pytest_trt.cache import EngineCache
+from pytest_trt.common.background import Future, on_thread
+from pytest_trt.engines.cache import EngineCache
 from pytest_trt.errors import BuildFailed, CacheCorrupt, EngineNotBuilt
 
 if TYPE_CHECKING:
     from pytest_trt.artifact import BuildResult
     from pytest_trt.backends.base import Backend
     from pytest_trt.config import BuildConfig
-    from pytest_trt.engine import Engine
+    from pytest_trt.engines.engine import Engine
 
 
 #: cache entries still being written, by any provider: the interpreter waits for them at exit (a thread
@@ -118,7 +118,7 @@ class EngineProvider:
 
     def get(self, config: BuildConfig) -> Engine:
         """The engine for ``config``: from this session, the cache, or a build."""
-        from pytest_trt.engine import Engine
+        from pytest_trt.engines.engine import Engine
 
         backend = self.backend
         request = self.request_for(config)
@@ -188,7 +188,7 @@ class EngineProvider:
         return engine
 
     def _cached(self, key: str, config: BuildConfig, result: BuildResult) -> Engine:
-        from pytest_trt.engine import Engine
+        from pytest_trt.engines.engine import Engine
 
         engine = Engine(config, result, self.backend, artifact_dir=self.cache.entry_dir(key), cached=True)
         self._remember(key, engine, "cached")
@@ -219,7 +219,7 @@ class EngineProvider:
         built = [e.engine for e in self.events if not e.engine.cached and e.engine.record_parsed]
         if not built:
             return
-        from pytest_trt.record_store import save_record
+        from pytest_trt.engines.record_store import save_record
 
         for engine in built:
             if engine.artifact_dir is not None:

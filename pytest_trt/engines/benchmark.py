@@ -161,7 +161,7 @@ def benchmark(
     rounds: int = 1,
     device: Mapping[str, Any] | None = None,
 ) -> BenchmarkResult:
-    """Time ``run(inputs)``; see :meth:`pytest_trt.engine.Engine.benchmark`.
+    """Time ``run(inputs)``; see :meth:`pytest_trt.engines.engine.Engine.benchmark`.
 
     With the monotonic clock the process's CPU time per run is recorded too
     (``time.process_time_ns``, every thread of the process), which the drift

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from pytest_trt.errors import AssertionContextError
 
 if TYPE_CHECKING:
-    from pytest_trt.engine import Engine
+    from pytest_trt.engines.engine import Engine
 
 _CURRENT: ContextVar[list[Engine] | None] = ContextVar("pytest_trt_current_engines", default=None)
 
