@@ -179,11 +179,11 @@ def test_the_fake_backend_is_not_a_choice_without_its_plugin(pytester: pytest.Py
     result.stderr.fnmatch_lines(["*argument --trt-backend: invalid choice: 'fake'*"])
 
 
-def test_the_readme_snippet_runs(pytester: pytest.Pytester) -> None:
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+def test_the_docs_snippet_runs(pytester: pytest.Pytester) -> None:
+    text = (Path(__file__).resolve().parents[1] / "docs" / "testing.md").read_text(encoding="utf-8")
     section = text[text.index("## Testing your own plugin code"):]
-    match = re.search(r"```python\n(.*?)```", section[:section.index("\n## ", 5)], re.S)
-    assert match, "README's pytest_trt.testing section has no python block"
+    match = re.search(r"```python\n(.*?)```", section, re.S)
+    assert match, "docs/testing.md's pytest_trt.testing section has no python block"
     pytester.makepyfile(test_my_conftest=match.group(1))
     pytester.runpytest_subprocess("-p", "pytester", *QUIET).assert_outcomes(passed=1)
 

@@ -80,3 +80,10 @@ def configs(calibration_file: Path | None = None) -> tuple[BuildConfig, BuildCon
     assert approved.calibration is not None
     upgraded = approved.replace(calibration=dataclasses.replace(approved.calibration, algorithm="minmax"))
     return approved, upgraded
+
+
+if __name__ == "__main__":
+    import sys
+
+    # python -m examples.calibration.incident calib/set.npz: write the calibration set there
+    print(write_calibration_set(Path(sys.argv[1]) if len(sys.argv) > 1 else CALIBRATION_NPZ))

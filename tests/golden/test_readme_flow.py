@@ -46,7 +46,7 @@ def readme_snippet() -> str:
 
 def readme_commands() -> list[list[str]]:
     """The shell block's commands, continuation lines joined, comments dropped, without the leading 'pytest'."""
-    block = re.search(r"```\n(pytest .*?)```", _section(), re.S)
+    block = re.search(r"```(?:bash)?\n(pytest .*?)```", _section(), re.S)
     assert block, "README's golden section has no command block"
     joined = block.group(1).replace("\\\n", " ")
     return [shlex.split(line.split("#")[0])[1:] for line in joined.splitlines() if line.strip()]
