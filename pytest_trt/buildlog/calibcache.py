@@ -152,7 +152,7 @@ def format_calibration_cache(algorithm: str, scales: dict[str, float], *, tag: s
 
 def write_calibration_cache(path: str | Path, text: str) -> None:
     """Write a cache atomically (a reader sees the old file or the whole new one)."""
-    from ..fileio import write_text_atomic
+    from pytest_trt.common.fileio import write_text_atomic
 
     write_text_atomic(Path(path), text)
 
