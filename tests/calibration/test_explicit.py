@@ -145,8 +145,7 @@ def test_feature_table_sends_rtx_to_qdq_and_refuses_14(method_config) -> None:  
 
     import tensorrt_rtx
 
-    from pytest_trt.backends.trt_features import probe
-    from pytest_trt.calibration.planning import check_calibration
+    from pytest_trt.backends.trt_features import check_calibration, probe
     from pytest_trt.errors import UnsupportedOption
 
     features = probe(tensorrt_rtx)
