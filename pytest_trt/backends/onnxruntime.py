@@ -15,7 +15,6 @@ CPU's model name and vector ISA (see :meth:`OrtBackend.device`).
 
 from __future__ import annotations
 
-import functools
 import tempfile
 import time
 from collections.abc import Mapping, Sequence

@@ -89,22 +89,23 @@ class TensorRTBackend(registry.RegistryVersions):
         def refuse(option: str, why: str) -> UnsupportedOption:
             return UnsupportedOption(f"BuildConfig {config.name!r}: {option}: {why}", backend=self.name, option=option)
 
+        precision = config.precision
         if config.calibration is not None:
             from pytest_trt.backends.trt_features import check_calibration
 
-            config = check_calibration(config, f, product, refuse)
+            precision = check_calibration(config.calibration, precision, f, product, refuse)
         registry.check_options(self.name, config, product)
-        typed = f.strongly_typed_only or config.precision == "typed"
-        wanted = f.precision_flags(config.precision)
+        typed = f.strongly_typed_only or precision == "typed"
+        wanted = f.precision_flags(precision)
         missing = [flag for flag in wanted if not f.usable_flag(flag, strongly_typed=typed)]
-        if missing or (config.precision == "best" and not wanted):
+        if missing or (precision == "best" and not wanted):
             raise refuse(
-                f"precision={config.precision!r}",
+                f"precision={precision!r}",
                 f"{product} has no usable {'/'.join(missing) or 'reduced-precision'} builder flag: it builds strongly "
                 "typed networks whose precision comes from the ONNX model's types. Convert the model (e.g. to FP16 "
                 "with onnxconverter-common) or quantize it with explicit Q/DQ nodes, then use precision='typed'.",
             )
-        if config.precision == "typed" and not f.strongly_typed_only and "STRONGLY_TYPED" not in f.network_flags:
+        if precision == "typed" and not f.strongly_typed_only and "STRONGLY_TYPED" not in f.network_flags:
             raise refuse("precision='typed'", f"{product} has no STRONGLY_TYPED network flag (added in TensorRT 9/10)")
         for flag in config.flags:
             if flag not in f.builder_flags:

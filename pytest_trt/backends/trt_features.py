@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from pytest_trt.calibration.pin import EXPLICIT_METHODS, IMPLICIT_CALIBRATORS
 
 if TYPE_CHECKING:
-    from pytest_trt.config import BuildConfig
+    from pytest_trt.calibration.pin import Calibration
     from pytest_trt.errors import UnsupportedOption
 
 #: precision -> builder flags it needs, where the API has precision flags at all.
@@ -165,22 +165,20 @@ def explicit_int8_broken(f: Features) -> str | None:
 
 
 def check_calibration(
-    config: BuildConfig, f: Features, product: str, refuse: Callable[[str, str], UnsupportedOption]
-) -> BuildConfig:
-    """Refuse a calibration this module cannot honour; return the config as the builder will see it.
+    calib: Calibration, precision: str, f: Features, product: str, refuse: Callable[[str, str], UnsupportedOption]
+) -> str:
+    """Refuse a calibration this module cannot honour; return the precision the builder then sees.
 
     TensorRT <= 10 (INT8 flag, ``IInt8*Calibrator`` classes) calibrates implicit INT8 with a calibrator per
-    algorithm: the config as it is.  TensorRT-RTX and TensorRT 11 (strongly typed, no calibrators) build the
-    explicit Q/DQ model: precision ``typed``, no calibration.
+    algorithm: the config's ``precision``.  TensorRT-RTX and TensorRT 11 (strongly typed, no calibrators) build
+    the explicit Q/DQ model: ``typed``.
     """
-    calib = config.calibration
-    assert calib is not None
     if f.calibrators_usable:
         if calib.algorithm not in IMPLICIT_CALIBRATORS:
             raise refuse("calibration.algorithm",
                          f"{product} calibrates implicit INT8 with its calibrators: choose one of "
                          f"{', '.join(IMPLICIT_CALIBRATORS)} (not {calib.algorithm!r})")
-        return config
+        return precision
     if calib.algorithm not in EXPLICIT_METHODS:
         raise refuse("calibration.algorithm",
                      f"{product} has no INT8 calibrators (strongly typed: implicit quantization was removed), so "
@@ -191,4 +189,4 @@ def check_calibration(
         raise refuse("calibration",
                      f"{product} cannot build INT8 Q/DQ models ({broken}); upgrade to TensorRT-RTX 1.7 "
                      "(pip install 'tensorrt-rtx>=1.7') or build this config with --trt-backend onnxruntime")
-    return config.replace(precision="typed", calibration=None)
+    return "typed"
