@@ -171,6 +171,11 @@ def load_samples(calibration: Calibration, *, input_name: str | None = None) -> 
     return _from_callable(calibration, data, input_name)
 
 
+def pinned_samples(calibration: Calibration, *, input_name: str | None = None) -> CalibrationSamples:
+    """The samples the pin uses: :func:`load_samples` cut to ``num_batches`` batches of ``batch_size``."""
+    return load_samples(calibration, input_name=input_name).used(calibration.batch_size, calibration.num_batches)
+
+
 def data_digest(calibration: Calibration) -> str:
     """sha256 of the samples (names, dtypes, shapes, bytes, labels): the calibration data's part of the config hash.
 

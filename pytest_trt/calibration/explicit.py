@@ -152,22 +152,22 @@ def _existing_cache(config: BuildConfig, calib: Calibration) -> Ranges | None:
 def _calibrate(config: BuildConfig, calib: Calibration, data_sha256: str | None) -> tuple[bytes, str, dict[str, Any]]:
     import onnxruntime
 
-    from pytest_trt.calibration.data import load_samples
+    from pytest_trt.calibration.data import pinned_samples
     from pytest_trt.calibration.qdq import quantize
     from pytest_trt.calibration.ranges import compute_ranges
 
     t0 = time.perf_counter()
-    samples = load_samples(calib, input_name=_single_input(config))
-    used = samples.used(calib.batch_size, calib.num_batches)
+    used = pinned_samples(calib, input_name=_single_input(config))
     ranges = _existing_cache(config, calib)
     source = "cache" if ranges is not None else "calibrator"
     if ranges is None:
+        batches = used.batches(calib.batch_size)
         with contextlib.redirect_stdout(io.StringIO()):
-            ranges = compute_ranges(config.onnx, used.batches(calib.batch_size), calib.algorithm,
-                                    percentile=calib.percentile)
+            ranges = compute_ranges(config.onnx, batches, calib.algorithm, percentile=calib.percentile)
+    scales = ranges.scales()
     ranges_s = time.perf_counter() - t0
     qdq = quantize(config.onnx, ranges, per_channel=calib.per_channel)
-    cache_text = format_calibration_cache(calib.algorithm, ranges.scales(), tag=EXPLICIT_TAG)
+    cache_text = format_calibration_cache(calib.algorithm, scales, tag=EXPLICIT_TAG)
     info = {
         "schema": STORE_SCHEMA,
         "algorithm": calib.algorithm,
