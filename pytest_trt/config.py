@@ -1,9 +1,13 @@
-"""Pinned build configurations: :class:`BuildConfig`, :class:`Profile`, :class:`Calibration`.
+"""Pinned build configurations: :class:`BuildConfig` and the ONNX Runtime options it may hold, :class:`OrtOptions`.
 
 A config is a pin: every field that can change an engine lives here, is
 validated on construction, serialises to canonical JSON (sorted keys, flag
 names rather than integers, which TensorRT 11 renumbered) and hashes to a
-stable ``config_hash`` together with the ONNX file's bytes.
+stable ``config_hash`` together with the ONNX file's bytes and, for a
+calibrated config, the calibration data's digest (computed by
+:mod:`pytest_trt.calibration.data` and handed in).  Its parts are
+:class:`~pytest_trt.common.profile.Profile` and
+:class:`~pytest_trt.calibration.pin.Calibration`, re-exported here.
 """
 
 from __future__ import annotations
@@ -12,14 +16,21 @@ import hashlib
 import json
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from pytest_trt.calibration.pin import CALIBRATION_ALGORITHMS, EXPLICIT_METHODS, IMPLICIT_CALIBRATORS, Calibration
 from pytest_trt.common.fileio import sha256_file
+from pytest_trt.common.profile import InputRange, Profile, Shape
 from pytest_trt.common.units import parse_size
 from pytest_trt.errors import ConfigError
+
+__all__ = [
+    "CALIBRATION_ALGORITHMS", "EXPLICIT_METHODS", "IMPLICIT_CALIBRATORS", "MEMORY_POOLS", "PRECISIONS",
+    "SCHEMA_VERSION", "BuildConfig", "Calibration", "InputRange", "OrtOptions", "Profile", "Shape",
+]
 
 #: Precisions a config may ask for.  ``typed`` means "take every precision from
 #: the ONNX model's types" (strongly typed networks: TensorRT-RTX, TensorRT 11).
@@ -36,242 +47,9 @@ MEMORY_POOLS = {
     "tactic_shared_memory": "TACTIC_SHARED_MEMORY",
 }
 
-CALIBRATION_ALGORITHMS = ("entropy", "entropy2", "minmax", "legacy", "percentile", "distribution")
-#: TensorRT <= 10 calibrator classes (implicit INT8), by algorithm name.
-IMPLICIT_CALIBRATORS = ("entropy2", "entropy", "minmax", "legacy")
-#: Explicit Q/DQ quantization methods (TensorRT-RTX, TensorRT 11, ONNX Runtime).
-EXPLICIT_METHODS = ("minmax", "entropy", "percentile", "distribution")
-
 _FLAG_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _COMPUTE_CAPABILITY = re.compile(r"^SM\d{2,3}$")
 SCHEMA_VERSION = 1
-
-Shape = tuple[int, ...]
-
-
-def _shape(value: Any, where: str) -> Shape:
-    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
-        raise ConfigError(f"{where}: expected a shape like (1, 3, 224, 224), got {value!r}", field="profiles")
-    dims = tuple(value)
-    for d in dims:
-        if isinstance(d, bool) or not isinstance(d, int) or d < 0:
-            raise ConfigError(f"{where}: every dimension must be a non-negative int, got {value!r}", field="profiles")
-    return dims
-
-
-@dataclass(frozen=True)
-class InputRange:
-    """min/opt/max shapes of one input tensor inside an optimization profile."""
-
-    name: str
-    min: Shape
-    opt: Shape
-    max: Shape
-
-
-class Profile:
-    """An optimization profile: per input tensor, its (min, opt, max) shapes.
-
-    ``Profile(input=((1, 3, 224, 224), (8, 3, 224, 224), (32, 3, 224, 224)))``
-    or, for tensor names that are not Python identifiers,
-    ``Profile({"input.1": (min, opt, max)})``.  A fixed shape may be given
-    once: ``Profile(input=(1, 3, 224, 224))``.
-    """
-
-    __slots__ = ("inputs",)
-    inputs: tuple[InputRange, ...]
-
-    def __init__(self, shapes: Mapping[str, Any] | None = None, /, **named: Any) -> None:
-        merged: dict[str, Any] = dict(shapes or {})
-        overlap = set(merged) & set(named)
-        if overlap:
-            raise ConfigError(f"Profile: input {sorted(overlap)[0]!r} given twice", field="profiles")
-        merged.update(named)
-        if not merged:
-            raise ConfigError("Profile: name at least one input, e.g. Profile(input=(min, opt, max))", field="profiles")
-        ranges = [self._range(name, spec) for name, spec in merged.items()]
-        object.__setattr__(self, "inputs", tuple(sorted(ranges, key=lambda r: r.name)))
-
-    @staticmethod
-    def _range(name: str, spec: Any) -> InputRange:
-        where = f"Profile input {name!r}"
-        if isinstance(spec, Mapping):
-            try:
-                triple = (spec["min"], spec["opt"], spec["max"])
-            except KeyError as exc:
-                raise ConfigError(
-                    f"{where}: missing key {exc.args[0]!r} (need min, opt, max)", field="profiles"
-                ) from None
-        elif isinstance(spec, Sequence) and spec and all(isinstance(d, int) for d in spec):
-            triple = (spec, spec, spec)
-        elif isinstance(spec, Sequence) and len(spec) == 3:
-            triple = tuple(spec)
-        else:
-            raise ConfigError(
-                f"{where}: expected (min, opt, max) shapes or one fixed shape, got {spec!r}", field="profiles"
-            )
-        lo, opt, hi = (_shape(s, where) for s in triple)
-        if not (len(lo) == len(opt) == len(hi)):
-            raise ConfigError(
-                f"{where}: rank mismatch: min has rank {len(lo)}, opt {len(opt)}, max {len(hi)}", field="profiles"
-            )
-        for axis, (a, b, c) in enumerate(zip(lo, opt, hi, strict=True)):
-            if a > b:
-                raise ConfigError(f"{where}: min > opt at axis {axis} ({a} > {b})", field="profiles")
-            if b > c:
-                raise ConfigError(f"{where}: opt > max at axis {axis} ({b} > {c})", field="profiles")
-        return InputRange(name, lo, opt, hi)
-
-    def __setattr__(self, key: str, value: Any) -> None:
-        raise AttributeError("Profile is immutable")
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Profile) and self.inputs == other.inputs
-
-    def __hash__(self) -> int:
-        return hash(self.inputs)
-
-    def __repr__(self) -> str:
-        body = ", ".join(f"{r.name!r}: ({r.min}, {r.opt}, {r.max})" for r in self.inputs)
-        return f"Profile({{{body}}})"
-
-    def __getitem__(self, name: str) -> InputRange:
-        for r in self.inputs:
-            if r.name == name:
-                return r
-        raise KeyError(name)
-
-    def names(self) -> tuple[str, ...]:
-        return tuple(r.name for r in self.inputs)
-
-    def to_json(self) -> dict[str, dict[str, list[int]]]:
-        return {r.name: {"min": list(r.min), "opt": list(r.opt), "max": list(r.max)} for r in self.inputs}
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """INT8 calibration, pinned: algorithm, data, batching, cache.
-
-    ``algorithm``: ``entropy2``, ``entropy``, ``minmax``, ``legacy`` name the
-    TensorRT <= 10 calibrators (implicit INT8); ``minmax``, ``entropy``,
-    ``percentile``, ``distribution`` the explicit Q/DQ quantization that
-    TensorRT-RTX, TensorRT 11 and ONNX Runtime build (ranges computed the way
-    TensorRT's calibrators compute them, see :mod:`pytest_trt.calibration`).
-
-    ``data``: a glob of ``.npy``/``.npz`` files (relative to the working
-    directory, or to the TOML file), a ``GoldenDataset``, an HDF5 file
-    (``.h5``/``.hdf5``) or a callable returning an iterable of batches
-    (``{input name: array}``).  A ``labels`` array (npz key, HDF5 dataset,
-    GoldenDataset labels) is counted per class, never fed.
-    ``num_batches``: use only the first N batches (None: all).
-    ``percentile``: for ``percentile`` only (default 99.999).
-    ``per_channel``: per-output-channel weight scales (explicit quantization).
-    ``cache``: TensorRT-format calibration cache path (read when it exists
-    and was written by the same algorithm, written otherwise).
-    ``cache_sha256``: pins that cache's bytes; a mismatch fails the build.
-
-    The config hash covers every field and the calibration data's digest,
-    not the data or cache *paths* (moving a repository keeps its pins).
-    """
-
-    algorithm: str = "entropy2"
-    data: Any = None
-    cache: str | Path | None = None
-    batch_size: int = 1
-    num_batches: int | None = None
-    percentile: float | None = None
-    per_channel: bool = False
-    cache_sha256: str | None = None
-    _digest: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        def bad(name: str, why: str) -> ConfigError:
-            return ConfigError(f"Calibration.{name}: {why}", field=f"calibration.{name}")
-
-        if self.algorithm not in CALIBRATION_ALGORITHMS:
-            raise ConfigError(f"Calibration.algorithm {self.algorithm!r} is unknown; choose one of "
-                              f"{', '.join(CALIBRATION_ALGORITHMS)}", field="calibration.algorithm")
-        for name in ("batch_size", "num_batches"):
-            v = getattr(self, name)
-            if v is None and name == "num_batches":
-                continue
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise bad(name, f"must be a positive int, got {v!r}")
-        if self.percentile is not None:
-            if self.algorithm != "percentile":
-                raise bad("percentile", f"applies only to algorithm='percentile', not {self.algorithm!r}; remove it")
-            if isinstance(self.percentile, bool) or not isinstance(self.percentile, (int, float)) or not (
-                50.0 < float(self.percentile) <= 100.0
-            ):
-                raise bad("percentile", f"must be a number in (50, 100], like 99.99, got {self.percentile!r}")
-            object.__setattr__(self, "percentile", float(self.percentile))
-        if not isinstance(self.per_channel, bool):
-            raise bad("per_channel", f"must be True or False, got {self.per_channel!r}")
-        if self.per_channel and self.algorithm in IMPLICIT_CALIBRATORS and self.algorithm not in EXPLICIT_METHODS:
-            raise bad("per_channel", f"applies to explicit Q/DQ quantization, not to the {self.algorithm} calibrator")
-        if self.cache is not None:
-            if not isinstance(self.cache, (str, Path)) or not str(self.cache):
-                raise bad("cache", f"must be a file path, got {self.cache!r}")
-            object.__setattr__(self, "cache", Path(self.cache))
-        if self.cache_sha256 is not None:
-            if not isinstance(self.cache_sha256, str) or not re.fullmatch(r"[0-9a-f]{64}", self.cache_sha256):
-                raise bad("cache_sha256", f"must be 64 lowercase hex digits (sha256sum of the cache), got "
-                          f"{self.cache_sha256!r}")
-            if self.cache is None:
-                raise bad("cache_sha256", "pins a cache file, so give cache= too")
-        data = self.data
-        if data is None:
-            return
-        if isinstance(data, Path):
-            object.__setattr__(self, "data", str(data))
-        elif not isinstance(data, str) and not callable(data) and not hasattr(data, "digest"):
-            raise bad("data", f"expected a glob of .npy/.npz files, an HDF5 path, a GoldenDataset or a callable "
-                      f"returning batches, got {type(data).__name__}")
-        if isinstance(self.data, str) and not self.data:
-            raise bad("data", "is an empty path; give a glob like 'calib/*.npy'")
-
-    @property
-    def explicit(self) -> bool:
-        """Whether the algorithm names an explicit (Q/DQ) method rather than only a TensorRT calibrator."""
-        return self.algorithm in EXPLICIT_METHODS
-
-    def describe_data(self) -> str | None:
-        data = self.data
-        if data is None or isinstance(data, str):
-            return data
-        if callable(data):
-            return f"callable {getattr(data, '__module__', '?')}.{getattr(data, '__qualname__', type(data).__name__)}"
-        return f"{type(data).__name__} ({getattr(data, 'n', '?')} samples)"
-
-    def data_sha256(self) -> str | None:
-        """Digest of the calibration samples (computed once per Calibration; None without data)."""
-        if self.data is None:
-            return None
-        if not self._digest:
-            from pytest_trt.calibration.data import data_digest
-
-            self._digest.append(data_digest(self))
-        return self._digest[0]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "algorithm": self.algorithm,
-            "data": self.describe_data(),
-            "data_sha256": self.data_sha256(),
-            "cache": str(self.cache) if self.cache is not None else None,
-            "cache_sha256": self.cache_sha256,
-            "batch_size": self.batch_size,
-            "num_batches": self.num_batches,
-            "percentile": self.percentile,
-            "per_channel": self.per_channel,
-        }
-
-    def canonical(self) -> dict[str, Any]:
-        """:meth:`to_json` without the paths: the samples enter by digest, the cache by whether there is one."""
-        data = self.to_json()
-        data["data"] = None if isinstance(self.data, str) else data["data"]
-        data["cache"] = self.cache is not None
-        return data
 
 
 @dataclass(frozen=True)
@@ -455,8 +233,11 @@ class BuildConfig:
             raise ConfigError("BuildConfig.ort must be an OrtOptions", field="ort")
 
     # -- serialisation -------------------------------------------------
-    def to_json(self) -> dict[str, Any]:
-        """Every field as JSON (the ONNX path included); see :meth:`canonical_json`."""
+    def to_json(self, data_sha256: str | None = None) -> dict[str, Any]:
+        """Every field as JSON (the ONNX path included); see :meth:`canonical_json`.
+
+        ``data_sha256``: the calibration data's digest (:func:`pytest_trt.calibration.data.data_digest`).
+        """
         return {
             "schema": SCHEMA_VERSION,
             "name": self.name,
@@ -470,38 +251,48 @@ class BuildConfig:
             "timing_cache": str(self.timing_cache) if self.timing_cache else None,
             "compute_capabilities": list(self.compute_capabilities),
             "hardware_compatibility_level": self.hardware_compatibility_level,
-            "calibration": self.calibration.to_json() if self.calibration else None,
+            "calibration": self.calibration.to_json(data_sha256) if self.calibration else None,
             "ort": self.ort.to_json() if self.ort else None,
             "profiling_verbosity": self.profiling_verbosity,
         }
 
-    def canonical_json(self) -> str:
+    def canonical_json(self, data_sha256: str | None = None) -> str:
         """Sorted-key JSON of everything that can change the engine.
 
         The ONNX *path* and the timing-cache *path* are left out: the model is
         represented by its bytes (see :attr:`config_hash`), and a timing cache
         changes only which tactics are tried, which the build record shows.
-        Moving a repository therefore does not invalidate its pins.
+        Moving a repository therefore does not invalidate its pins.  The calibration
+        data enter by ``data_sha256``, their digest.
         """
-        data = self.to_json()
+        data = self.to_json(data_sha256)
         data.pop("onnx")
         data["timing_cache"] = self.timing_cache is not None
         if self.calibration is not None:
-            data["calibration"] = self.calibration.canonical()
+            data["calibration"] = self.calibration.canonical(data_sha256)
         return json.dumps(data, sort_keys=True, separators=(",", ":"))
 
     @property
     def onnx_sha256(self) -> str:
-        return sha256_file(self.onnx, memo=True)  # by path, size, mtime, ctime, inode (issue #14)
+        return sha256_file(self.onnx, memo=True)  # memoised by path, size, mtime, ctime, inode
+
+    @property
+    def data_sha256(self) -> str | None:
+        """The calibration data's digest, computed now (a build request computes it once and carries it)."""
+        if self.calibration is None or self.calibration.data is None:
+            return None
+        from pytest_trt.calibration.data import data_digest  # numpy and the samples, only for a calibrated config
+
+        return data_digest(self.calibration)
 
     @property
     def config_hash(self) -> str:
-        return self.hash_with(self.onnx_sha256)
+        return self.hash_with(self.onnx_sha256, self.data_sha256)
 
-    def hash_with(self, onnx_sha256: str) -> str:
-        """sha256 of the canonical JSON plus the ONNX file's sha256 (already computed)."""
+    def hash_with(self, onnx_sha256: str, data_sha256: str | None = None) -> str:
+        """sha256 of the canonical JSON plus the ONNX file's sha256, both digests already computed."""
         h = hashlib.sha256()
-        h.update(self.canonical_json().encode())
+        h.update(self.canonical_json(data_sha256).encode())
         h.update(b"\0")
         h.update(onnx_sha256.encode())
         return h.hexdigest()

@@ -46,11 +46,26 @@ class Runner(Protocol):
     def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]: ...
 
 
+class RunnerTensors:
+    """The ``inputs``/``outputs`` of a :class:`Runner`, as its constructor read them from the engine or session."""
+
+    _inputs: tuple[TensorSpec, ...]
+    _outputs: tuple[TensorSpec, ...]
+
+    @property
+    def inputs(self) -> tuple[TensorSpec, ...]:
+        return self._inputs
+
+    @property
+    def outputs(self) -> tuple[TensorSpec, ...]:
+        return self._outputs
+
+
 class Backend(Protocol):
     name: str
 
     def version(self) -> str:
-        """The backend library's version (``1.7.1.116``), from package metadata (registry.installed_version)."""
+        """The backend library's version (``1.7.1.116``), from package metadata (registry.RegistryVersions)."""
 
     def versions(self) -> dict[str, str]:
         """Every version that can change an engine and enters its cache key (registry.key_versions)."""

@@ -15,7 +15,6 @@ CPU's model name and vector ISA (see :meth:`OrtBackend.device`).
 
 from __future__ import annotations
 
-import functools
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -24,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_trt.artifact import BuildResult, LogEntry
 from pytest_trt.backends import registry
-from pytest_trt.backends.base import TensorSpec
+from pytest_trt.backends.base import RunnerTensors, TensorSpec
 from pytest_trt.backends.fdcapture import FdCapture
 from pytest_trt.backends.request import BuildRequest, as_request
 from pytest_trt.common import hostprobe
@@ -91,7 +90,7 @@ def create(spec: BackendSpec) -> OrtBackend:
     return OrtBackend()
 
 
-class OrtRunner:
+class OrtRunner(RunnerTensors):
     """Runs one ONNX Runtime session; tensors are described in numpy dtype names."""
 
     def __init__(self, session: Any) -> None:
@@ -99,14 +98,6 @@ class OrtRunner:
         self._inputs = tuple(_spec(a) for a in session.get_inputs())
         self._outputs = tuple(_spec(a) for a in session.get_outputs())
         self._output_names = [o.name for o in self._outputs]
-
-    @property
-    def inputs(self) -> tuple[TensorSpec, ...]:
-        return self._inputs
-
-    @property
-    def outputs(self) -> tuple[TensorSpec, ...]:
-        return self._outputs
 
     @property
     def session(self) -> Any:
@@ -150,20 +141,10 @@ def _options(config: BuildConfig) -> OrtOptions:
     return config.ort if config.ort is not None else OrtOptions()
 
 
-class OrtBackend:
+class OrtBackend(registry.RegistryVersions):
     """ONNX Runtime behind the :class:`~pytest_trt.backends.base.Backend` protocol."""
 
     name = NAME
-
-    def version(self) -> str:
-        return self._versions["backend"]
-
-    def versions(self) -> dict[str, str]:
-        return dict(self._versions)
-
-    @functools.cached_property
-    def _versions(self) -> dict[str, str]:
-        return registry.key_versions(NAME)
 
     def device(self, config: BuildConfig) -> dict[str, Any]:
         return {"kind": "cpu", **cpu_identity(), "providers": list(_options(config).execution_providers)}
@@ -171,6 +152,7 @@ class OrtBackend:
     def validate(self, config: BuildConfig) -> None:
         if config.calibration is not None:
             config = _explicit(config)
+        registry.check_options(NAME, config, f"onnxruntime {self.version()}")
         for fld in TENSORRT_ONLY:
             value = getattr(config, fld)
             if value is not None and not (isinstance(value, (tuple, list, Mapping)) and not value):
@@ -212,7 +194,8 @@ class OrtBackend:
         if config.calibration is not None:
             from pytest_trt.calibration.building import build_explicit
 
-            return build_explicit(config, lambda typed: self._build_validated(typed, request, typed.onnx_sha256))
+            return build_explicit(config, lambda typed: self._build_validated(typed, request, typed.onnx_sha256),
+                                  onnx_sha256=request.onnx_sha256, data_sha256=request.data_sha256)
         return self._build_validated(config, request, request.onnx_sha256)
 
     def _build_validated(self, config: BuildConfig, request: BuildRequest, onnx_sha256: str) -> BuildResult:
@@ -244,8 +227,9 @@ class OrtBackend:
             engine = saved.read_bytes()
         effective = self._effective(session, config, opts, log)
         return BuildResult(
-            backend=NAME, engine=engine, log=log, config=config.to_json(), effective_config=effective,
-            config_hash=config.hash_with(onnx_sha256), onnx_sha256=onnx_sha256,
+            backend=NAME, engine=engine, log=log, config=config.to_json(request.data_sha256),
+            effective_config=effective, config_hash=config.hash_with(onnx_sha256, request.data_sha256),
+            onnx_sha256=onnx_sha256,
             durations={"parse": parse_s, "build": build_s}, versions=dict(request.versions),
             device=dict(request.device), extra={"log_unparsed_lines": unparsed},
             backend_version=request.versions["backend"],
@@ -303,7 +287,7 @@ class OrtBackend:
 
 def _explicit(config: BuildConfig) -> BuildConfig:
     """A calibrated config as ONNX Runtime runs it: the Q/DQ model (explicit quantization), typed precision."""
-    from pytest_trt.config import EXPLICIT_METHODS
+    from pytest_trt.calibration.pin import EXPLICIT_METHODS
 
     calib = config.calibration
     assert calib is not None

@@ -19,6 +19,7 @@ package metadata, with no library import (importing ``tensorrt_rtx`` costs
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
@@ -26,10 +27,11 @@ import platform
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pytest_trt.errors import BackendUnavailable
+from pytest_trt.errors import BackendUnavailable, UnsupportedOption
 
 if TYPE_CHECKING:
     from pytest_trt.backends.base import Backend
+    from pytest_trt.config import BuildConfig
 
 #: ``--trt-backend auto``
 AUTO = "auto"
@@ -231,12 +233,53 @@ def key_versions(name: str) -> dict[str, str]:
 
     ``backend`` and the module's name hold the library version; each of ``key_packages`` its own.
     """
-    found = spec(name)
-    version = installed_version(name) or "not installed"
-    out = {"backend": version, found.module: version, "python": platform.python_version()}
-    for package in found.key_packages:
+    return spec_versions(spec(name), installed_version(name) or "not installed")
+
+
+def spec_versions(row: BackendSpec, version: str) -> dict[str, str]:
+    """:func:`key_versions` of a row (registered or not) whose library has ``version``."""
+    out = {"backend": version, row.module: version, "python": platform.python_version()}
+    for package in row.key_packages:
         out[package] = distribution_version(package) or "not installed"
     return out
+
+
+class RegistryVersions:
+    """``version()`` and ``versions()`` of a backend, read once from its registry row's package metadata.
+
+    A backend whose row may be unregistered, or whose version comes from elsewhere, overrides
+    :meth:`_row` or :meth:`_library_version`.
+    """
+
+    name: str
+
+    def _row(self) -> BackendSpec:
+        return spec(self.name)
+
+    def _library_version(self) -> str:
+        return installed_version(self.name) or "not installed"
+
+    def version(self) -> str:
+        return self._versions["backend"]
+
+    def versions(self) -> dict[str, str]:
+        return dict(self._versions)
+
+    @functools.cached_property
+    def _versions(self) -> dict[str, str]:
+        return spec_versions(self._row(), self._library_version())
+
+
+def check_options(backend: str, config: BuildConfig, product: str) -> None:
+    """Refuse the options field of any other backend (``ort=`` given to TensorRT-RTX), read from the table."""
+    for row in specs():
+        field = row.options_field
+        if field is None or row.name == backend or getattr(config, field, None) is None:
+            continue
+        owner = row.title.split(" (")[0]
+        raise UnsupportedOption(
+            f"BuildConfig {config.name!r}: {field}: {owner} options do not apply to {product}; drop `{field}=` or "
+            f"use --trt-backend {row.name}", backend=backend, option=field)
 
 
 def create_backend(name: str) -> Backend:

@@ -1,8 +1,9 @@
 """The build request: everything about one build computed once, then handed to ``backend.build``.
 
 The engine provider makes one :class:`BuildRequest` per config and ONNX content:
-the ONNX file is hashed (once, and memoised by file identity), the backend's
-versions come from package metadata and the device is probed once per process.
+the ONNX file is hashed (once, and memoised by file identity), a calibrated
+config's data are digested (once, by :mod:`pytest_trt.calibration.data`), the
+backend's versions come from package metadata and the device is probed once per process.
 The request's ``key`` is the engine cache key; a cache hit therefore needs no
 backend library import and no validation.  On a miss the provider validates the
 config once, then calls ``backend.build(request)``, which does not validate again.
@@ -14,10 +15,9 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from pytest_trt.backends.base import Backend
     from pytest_trt.config import BuildConfig
 
 #: version of the key material's layout; bump when the key's inputs change meaning
@@ -43,12 +43,25 @@ def cache_key(
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
+class Requester(Protocol):
+    """What a request reads of the backend it is made for (every :class:`~pytest_trt.backends.base.Backend` is one)."""
+
+    name: str
+
+    def versions(self) -> dict[str, str]: ...
+
+    def device(self, config: BuildConfig) -> dict[str, Any]: ...
+
+    def validate(self, config: BuildConfig) -> None: ...
+
+
 @dataclass(frozen=True)
 class BuildRequest:
     """One build, fully determined: what :meth:`Backend.build` receives.
 
     ``config`` is built by the backend named ``backend``; ``onnx_sha256`` is the hash of
-    ``config.onnx``; ``config_hash`` is ``config.hash_with(onnx_sha256)``; ``versions`` and
+    ``config.onnx``; ``data_sha256`` the digest of its calibration data (None without);
+    ``config_hash`` is ``config.hash_with(onnx_sha256, data_sha256)``; ``versions`` and
     ``device`` are the backend's as they enter ``key``, the cache key (and the built result).
     ``backend.build(request)`` does not validate: whoever builds a request validates its config
     first (:meth:`create` does by default; the provider does on a cache miss).
@@ -61,10 +74,16 @@ class BuildRequest:
     versions: Mapping[str, str]
     device: Mapping[str, Any]
     key: str
+    data_sha256: str | None = None
+
+    @property
+    def config_json(self) -> dict[str, Any]:
+        """``config.to_json()`` with the calibration data's digest: what the built result records."""
+        return self.config.to_json(self.data_sha256)
 
     @classmethod
     def create(
-        cls, backend: Backend, config: BuildConfig, *, onnx_sha256: str | None = None, validate: bool = True
+        cls, backend: Requester, config: BuildConfig, *, onnx_sha256: str | None = None, validate: bool = True
     ) -> BuildRequest:
         """Compute everything a build and its cache key need; validate ``config`` with ``backend`` first.
 
@@ -75,15 +94,16 @@ class BuildRequest:
         if validate:
             backend.validate(config)
         sha = onnx_sha256 if onnx_sha256 is not None else config.onnx_sha256
+        data_sha = config.data_sha256  # loads the calibration samples once, for this request only
         versions = backend.versions()
         device = backend.device(config)
-        key = cache_key(onnx_sha256=sha, canonical_config=config.canonical_json(), backend=backend.name,
+        key = cache_key(onnx_sha256=sha, canonical_config=config.canonical_json(data_sha), backend=backend.name,
                         versions=versions, device=device)
-        return cls(config=config, backend=backend.name, onnx_sha256=sha, config_hash=config.hash_with(sha),
-                   versions=versions, device=device, key=key)
+        return cls(config=config, backend=backend.name, onnx_sha256=sha, config_hash=config.hash_with(sha, data_sha),
+                   versions=versions, device=device, key=key, data_sha256=data_sha)
 
 
-def as_request(backend: Backend, request: BuildRequest | BuildConfig) -> BuildRequest:
+def as_request(backend: Requester, request: BuildRequest | BuildConfig) -> BuildRequest:
     """``request`` itself, or a request made for a bare config (``backend.build(config)`` in scripts and tests)."""
     if isinstance(request, BuildRequest):
         if request.backend != backend.name:

@@ -39,7 +39,7 @@ def create(spec: BackendSpec) -> TensorRTBackend:
     return TensorRTBackend(spec.module)
 
 
-class TensorRTBackend:
+class TensorRTBackend(registry.RegistryVersions):
     """Builds engines with ``tensorrt`` or ``tensorrt_rtx``.
 
     Version, versions and device identity come from package metadata and the host probe: a cache
@@ -61,16 +61,6 @@ class TensorRTBackend:
         from pytest_trt.backends.trt_features import probe  # the build modules load when a build needs them
 
         return probe(self.trt)
-
-    def version(self) -> str:
-        return self._versions["backend"]
-
-    def versions(self) -> dict[str, str]:
-        return dict(self._versions)
-
-    @functools.cached_property
-    def _versions(self) -> dict[str, str]:
-        return registry.key_versions(self.name)
 
     def result_versions(self, versions: dict[str, str]) -> dict[str, str]:
         """The versions a build records: the key's, plus the ONNX parser's (the module is loaded by then)."""
@@ -99,25 +89,23 @@ class TensorRTBackend:
         def refuse(option: str, why: str) -> UnsupportedOption:
             return UnsupportedOption(f"BuildConfig {config.name!r}: {option}: {why}", backend=self.name, option=option)
 
+        precision = config.precision
         if config.calibration is not None:
-            from pytest_trt.calibration.planning import check_calibration
+            from pytest_trt.backends.trt_features import check_calibration
 
-            config = check_calibration(config, f, product, refuse)
-        if config.ort is not None:
-            raise refuse(
-                "ort", f"ONNX Runtime options do not apply to {product}; drop `ort=` or use --trt-backend onnxruntime"
-            )
-        typed = f.strongly_typed_only or config.precision == "typed"
-        wanted = f.precision_flags(config.precision)
+            precision = check_calibration(config.calibration, precision, f, product, refuse)
+        registry.check_options(self.name, config, product)
+        typed = f.strongly_typed_only or precision == "typed"
+        wanted = f.precision_flags(precision)
         missing = [flag for flag in wanted if not f.usable_flag(flag, strongly_typed=typed)]
-        if missing or (config.precision == "best" and not wanted):
+        if missing or (precision == "best" and not wanted):
             raise refuse(
-                f"precision={config.precision!r}",
+                f"precision={precision!r}",
                 f"{product} has no usable {'/'.join(missing) or 'reduced-precision'} builder flag: it builds strongly "
                 "typed networks whose precision comes from the ONNX model's types. Convert the model (e.g. to FP16 "
                 "with onnxconverter-common) or quantize it with explicit Q/DQ nodes, then use precision='typed'.",
             )
-        if config.precision == "typed" and not f.strongly_typed_only and "STRONGLY_TYPED" not in f.network_flags:
+        if precision == "typed" and not f.strongly_typed_only and "STRONGLY_TYPED" not in f.network_flags:
             raise refuse("precision='typed'", f"{product} has no STRONGLY_TYPED network flag (added in TensorRT 9/10)")
         for flag in config.flags:
             if flag not in f.builder_flags:
@@ -170,7 +158,8 @@ class TensorRTBackend:
         if config.calibration is not None and not self.features.calibrators_usable:
             from pytest_trt.calibration.building import build_explicit
 
-            return build_explicit(config, lambda typed: self._build_checked(typed, request, typed.onnx_sha256))
+            return build_explicit(config, lambda typed: self._build_checked(typed, request, typed.onnx_sha256),
+                                  onnx_sha256=request.onnx_sha256, data_sha256=request.data_sha256)
         return self._build_checked(config, request, request.onnx_sha256)
 
     def _build_checked(self, config: BuildConfig, request: BuildRequest, onnx_sha: str) -> BuildResult:
@@ -260,6 +249,7 @@ class TensorRTBackend:
             onnx_sha256=onnx_sha,
             durations={"parse": parse_s, "build": build_s},
             device=dict(request.device),
+            data_sha256=request.data_sha256,
         )
 
     def _parse_failure(self, config: BuildConfig, parser: Any) -> BuildFailed:
@@ -287,7 +277,7 @@ class TensorRTBackend:
 
     # -- after the build -----------------------------------------------
     def record(self, result: BuildResult, config: BuildConfig) -> BuildRecord:
-        from pytest_trt.buildlog import parse_result
+        from pytest_trt.buildlog.readers import parse_result
         from pytest_trt.calibration.building import attach, built_onnx
 
         return attach(parse_result(result, onnx=built_onnx(result, config)), result)
@@ -330,19 +320,21 @@ def build_result(
     onnx_sha256: str,
     durations: dict[str, float],
     device: dict[str, Any],
+    data_sha256: str | None = None,
 ) -> BuildResult:
     """The :class:`BuildResult` of a TensorRT-family build (no TensorRT needed: tested on its own).
 
     ``backend`` is the name (``tensorrt``, ``tensorrt-rtx``), ``version`` the library's
-    version (:func:`pytest_trt.backends.registry.installed_version`); the log is filled in once capture stops.
+    version (:func:`pytest_trt.backends.registry.installed_version`), ``data_sha256`` the calibration data's
+    digest (implicit INT8); the log is filled in once capture stops.
     """
     return BuildResult(
         backend=backend,
         engine=engine,
         log=(),
-        config=config.to_json(),
+        config=config.to_json(data_sha256),
         effective_config=effective,
-        config_hash=config.hash_with(onnx_sha256),
+        config_hash=config.hash_with(onnx_sha256, data_sha256),
         onnx_sha256=onnx_sha256,
         durations=durations,
         versions=versions,

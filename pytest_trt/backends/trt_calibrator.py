@@ -72,12 +72,13 @@ def attach_calibrator(
     left to TensorRT's "Calibration Profile is not defined. Calibrating with Profile 0" fallback.
     """
     from pytest_trt.backends.cuda import DeviceBuffer, Stream
-    from pytest_trt.calibration.data import load_samples
+    from pytest_trt.calibration.data import pinned_samples
 
     calib = config.calibration
     assert calib is not None
-    samples = load_samples(calib).used(calib.batch_size, calib.num_batches)
-    feeder = BatchFeeder(samples.batches(calib.batch_size), batch_size=calib.batch_size,
+    samples = pinned_samples(calib)
+    batches = samples.batches(calib.batch_size)
+    feeder = BatchFeeder(batches, batch_size=calib.batch_size,
                          buffer_factory=DeviceBuffer, stream=Stream())
     cache = CacheIO(Path(calib.cache) if calib.cache is not None else None, calib.algorithm)
     calibrator = make_calibrator(trt, calib.algorithm, feeder, cache)

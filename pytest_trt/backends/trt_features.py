@@ -6,12 +6,22 @@ not its members: TensorRT-RTX and TensorRT 11 have no FP16/INT8 builder flags
 deprecated EXPLICIT_BATCH (networks are always explicit-batch), only
 TensorRT-RTX sets compute-capability targets for ahead-of-time builds.
 Probing members (``hasattr(trt.BuilderFlag, "FP16")``) keeps one code path.
+The calibration path follows from the same facts (:func:`check_calibration`):
+implicit INT8 with calibrators where they are usable, explicit Q/DQ otherwise.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
+from typing import TYPE_CHECKING
+
+from pytest_trt.calibration.pin import EXPLICIT_METHODS, IMPLICIT_CALIBRATORS
+
+if TYPE_CHECKING:
+    from pytest_trt.calibration.pin import Calibration
+    from pytest_trt.errors import UnsupportedOption
 
 #: precision -> builder flags it needs, where the API has precision flags at all.
 #: "best" mirrors trtexec --best: every reduced precision the builder may pick.
@@ -33,6 +43,14 @@ PRECISION_FLAGS: dict[str, tuple[str, ...]] = {
 #: together with a STRONGLY_TYPED network.  Presence in the enum is therefore not enough.
 STRONGLY_TYPED_REFUSES = frozenset(
     {"FP16", "BF16", "FP8", "FP4", "INT8", "INT4", "OBEY_PRECISION_CONSTRAINTS", "PREFER_PRECISION_CONSTRAINTS"}
+)
+
+
+#: (module, highest major.minor) that cannot build INT8 Q/DQ models, with what was measured.
+EXPLICIT_INT8_BROKEN: tuple[tuple[str, tuple[int, int], str], ...] = (
+    ("tensorrt_rtx", (1, 4),
+     "measured with 1.4.0.76 on a Q/DQ MobileNetV2: buildSerializedNetwork fails with a Myelin "
+     "'CHECK(dtype == myelinTypeFloat || ...)' internal error; 1.7.1 builds it with Int8 layers"),
 )
 
 
@@ -128,3 +146,47 @@ def probe(trt: ModuleType) -> Features:
         has_timing_cache=hasattr(config_type, "create_timing_cache"),
         has_calibrators=hasattr(trt, "IInt8EntropyCalibrator2"),
     )
+
+
+def _major_minor(version: str) -> tuple[int, int]:
+    parts = (version.split(".") + ["0"])[:2]
+    try:
+        return int(parts[0]), int(parts[1])
+    except ValueError:
+        return (0, 0)
+
+
+def explicit_int8_broken(f: Features) -> str | None:
+    """Why this module cannot build INT8 Q/DQ models, or None."""
+    for module, upto, why in EXPLICIT_INT8_BROKEN:
+        if f.module == module and _major_minor(f.version) <= upto:
+            return why
+    return None
+
+
+def check_calibration(
+    calib: Calibration, precision: str, f: Features, product: str, refuse: Callable[[str, str], UnsupportedOption]
+) -> str:
+    """Refuse a calibration this module cannot honour; return the precision the builder then sees.
+
+    TensorRT <= 10 (INT8 flag, ``IInt8*Calibrator`` classes) calibrates implicit INT8 with a calibrator per
+    algorithm: the config's ``precision``.  TensorRT-RTX and TensorRT 11 (strongly typed, no calibrators) build
+    the explicit Q/DQ model: ``typed``.
+    """
+    if f.calibrators_usable:
+        if calib.algorithm not in IMPLICIT_CALIBRATORS:
+            raise refuse("calibration.algorithm",
+                         f"{product} calibrates implicit INT8 with its calibrators: choose one of "
+                         f"{', '.join(IMPLICIT_CALIBRATORS)} (not {calib.algorithm!r})")
+        return precision
+    if calib.algorithm not in EXPLICIT_METHODS:
+        raise refuse("calibration.algorithm",
+                     f"{product} has no INT8 calibrators (strongly typed: implicit quantization was removed), so "
+                     f"{calib.algorithm!r} cannot run; pytest-trt quantizes the ONNX with explicit Q/DQ nodes "
+                     f"instead: choose one of {', '.join(EXPLICIT_METHODS)}")
+    broken = explicit_int8_broken(f)
+    if broken is not None:
+        raise refuse("calibration",
+                     f"{product} cannot build INT8 Q/DQ models ({broken}); upgrade to TensorRT-RTX 1.7 "
+                     "(pip install 'tensorrt-rtx>=1.7') or build this config with --trt-backend onnxruntime")
+    return "typed"

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from pytest_trt.backends import cudaapi
-from pytest_trt.backends.base import TensorSpec
+from pytest_trt.backends.base import RunnerTensors, TensorSpec
 from pytest_trt.errors import EngineNotRunnable, InputMismatch
 
 ShapeRange = tuple[tuple[int, ...], tuple[int, ...]]  # (min, max)
@@ -92,7 +92,7 @@ class EventTimer:
         return self.end.elapsed_ms(self.begin)
 
 
-class TrtRunner:
+class TrtRunner(RunnerTensors):
     def __init__(self, trt: Any, logger: Any, engine_bytes: bytes, *, api: cudaapi.CudaApi | None = None) -> None:
         self.trt = trt
         self.api = api if api is not None else cudaapi.load()
@@ -134,14 +134,6 @@ class TrtRunner:
                 ranges[spec.name] = (tuple(lo), tuple(hi))
             out.append(ranges)
         return out
-
-    @property
-    def inputs(self) -> tuple[TensorSpec, ...]:
-        return self._inputs
-
-    @property
-    def outputs(self) -> tuple[TensorSpec, ...]:
-        return self._outputs
 
     def timer(self) -> EventTimer:
         return EventTimer(self.api, self.stream)

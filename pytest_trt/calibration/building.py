@@ -1,7 +1,7 @@
 """What a backend does with a calibrated config: one code path for TensorRT-RTX, TensorRT 11 and ONNX Runtime.
 
 Strongly typed builders take INT8 from Q/DQ nodes, so a config with
-``precision='int8'`` and an explicit :class:`~pytest_trt.config.Calibration`
+``precision='int8'`` and an explicit :class:`~pytest_trt.calibration.pin.Calibration`
 is built as the Q/DQ model (``precision='typed'``), and the result is put
 back under the pinned config: same config JSON, config hash and ONNX
 sha256, with the calibration facts in ``extra``.
@@ -30,12 +30,17 @@ def typed_config(config: BuildConfig, qdq_model: Path) -> BuildConfig:
     return config.replace(onnx=qdq_model, precision="typed", calibration=None)
 
 
-def build_explicit(config: BuildConfig, build: Callable[[BuildConfig], BuildResult]) -> BuildResult:
-    """Calibrate (or take the stored calibration), build the Q/DQ model with ``build``, re-pin the result."""
+def build_explicit(
+    config: BuildConfig, build: Callable[[BuildConfig], BuildResult], *, onnx_sha256: str, data_sha256: str | None
+) -> BuildResult:
+    """Calibrate (or take the stored calibration), build the Q/DQ model with ``build``, re-pin the result.
+
+    ``onnx_sha256`` and ``data_sha256`` are the build request's digests of the ONNX file and the calibration data.
+    """
     from pytest_trt.calibration.explicit import calibrate_explicit
 
-    onnx_sha = config.onnx_sha256
-    outcome = calibrate_explicit(config, onnx_sha256=onnx_sha)
+    onnx_sha = onnx_sha256
+    outcome = calibrate_explicit(config, onnx_sha256=onnx_sha, data_sha256=data_sha256)
     built = build(typed_config(config, outcome.qdq_model))
     info = dict(outcome.info)
     seconds = 0.0 if outcome.from_store else float(info.get("seconds", {}).get("total", 0.0))
@@ -44,7 +49,8 @@ def build_explicit(config: BuildConfig, build: Callable[[BuildConfig], BuildResu
     extra = {**built.extra, CALIBRATION: {**info, "from_store": outcome.from_store},
              CALIBRATION_CACHE: outcome.cache_text, QDQ_SHA256: info["qdq_model_sha256"]}
     return dataclasses.replace(
-        built, config=config.to_json(), config_hash=config.hash_with(onnx_sha), onnx_sha256=onnx_sha,
+        built, config=config.to_json(data_sha256), config_hash=config.hash_with(onnx_sha, data_sha256),
+        onnx_sha256=onnx_sha,
         effective_config=effective, extra=extra, durations={**built.durations, "calibration": seconds},
     )
 
@@ -55,7 +61,8 @@ def built_onnx(result: BuildResult, config: BuildConfig) -> Path:
         return config.onnx
     from pytest_trt.calibration.explicit import calibrate_explicit
 
-    outcome = calibrate_explicit(config, onnx_sha256=result.onnx_sha256)
+    pinned = result.config.get("calibration") or {}  # the digest the build's request computed
+    outcome = calibrate_explicit(config, onnx_sha256=result.onnx_sha256, data_sha256=pinned.get("data_sha256"))
     if outcome.info["qdq_model_sha256"] != result.extra.get(QDQ_SHA256):
         raise ValueError(f"BuildConfig {config.name!r}: the stored Q/DQ model ({outcome.info['qdq_model_sha256']}) "
                          f"is not the one the engine was built from ({result.extra.get(QDQ_SHA256)}); rebuild the "

@@ -1,4 +1,4 @@
-"""Calibration samples: one loader for every source a :class:`~pytest_trt.config.Calibration` accepts.
+"""Calibration samples: one loader for every source a :class:`~pytest_trt.calibration.pin.Calibration` accepts.
 
 Sources: a glob of ``.npy`` (one array per file, for the model's single
 input) or ``.npz`` files (keys are input names), an HDF5 file (root datasets,
@@ -12,8 +12,6 @@ so the batching is the pin's, whatever the files hold.
 from __future__ import annotations
 
 import glob
-import hashlib
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pytest_trt.common.samples import samples_digest
 from pytest_trt.errors import ConfigError
 
 if TYPE_CHECKING:
-    from pytest_trt.config import Calibration
+    from pytest_trt.calibration.pin import Calibration
 
 LABELS = "labels"
 HDF5_SUFFIXES = (".h5", ".hdf5")
@@ -67,13 +66,8 @@ class CalibrationSamples:
         return {int(v): int(c) for v, c in zip(values, counts, strict=True)}
 
     def digest(self) -> str:
-        h = hashlib.sha256()
-        for name, arr in sorted(self.inputs.items()):
-            h.update(json.dumps([name, arr.dtype.str, list(arr.shape)]).encode())
-            h.update(np.ascontiguousarray(arr).tobytes())
-        if self.labels is not None:
-            h.update(b"labels\0" + np.ascontiguousarray(self.labels, dtype="<i8").tobytes())
-        return h.hexdigest()
+        """:func:`~pytest_trt.common.samples.samples_digest` of the inputs by name, and the labels."""
+        return samples_digest(sorted(self.inputs.items()), self.labels)
 
 
 def _error(calibration: Calibration, why: str) -> ConfigError:
@@ -175,6 +169,11 @@ def load_samples(calibration: Calibration, *, input_name: str | None = None) -> 
         labels = getattr(data, "labels", None)
         return CalibrationSamples(dict(data.inputs), labels, f"GoldenDataset ({data.n} samples)")
     return _from_callable(calibration, data, input_name)
+
+
+def pinned_samples(calibration: Calibration, *, input_name: str | None = None) -> CalibrationSamples:
+    """The samples the pin uses: :func:`load_samples` cut to ``num_batches`` batches of ``batch_size``."""
+    return load_samples(calibration, input_name=input_name).used(calibration.batch_size, calibration.num_batches)
 
 
 def data_digest(calibration: Calibration) -> str:

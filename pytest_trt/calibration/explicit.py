@@ -35,7 +35,8 @@ from pytest_trt.common.fileio import replace_directory, sha256_file
 from pytest_trt.errors import BackendUnavailable, BuildFailed, ConfigError
 
 if TYPE_CHECKING:
-    from pytest_trt.config import BuildConfig, Calibration
+    from pytest_trt.calibration.pin import Calibration
+    from pytest_trt.config import BuildConfig
 
 STORE_SCHEMA = 1
 QDQ_FILE = "model.qdq.onnx"
@@ -63,14 +64,14 @@ class ExplicitCalibration:
         return Ranges(self.info["algorithm"], {k: (v[0], v[1]) for k, v in self.info["ranges"].items()})
 
 
-def store_key(config: BuildConfig, onnx_sha256: str) -> str:
+def store_key(config: BuildConfig, onnx_sha256: str, data_sha256: str | None) -> str:
     import onnxruntime
 
     assert config.calibration is not None
     material = {
         "schema": STORE_SCHEMA,
         "onnx_sha256": onnx_sha256,
-        "calibration": config.calibration.canonical(),
+        "calibration": config.calibration.canonical(data_sha256),
         "onnxruntime": onnxruntime.__version__,
         "calibrator_settings": METHODS.get(config.calibration.algorithm),
         "qdq_options": TENSORRT_QDQ_OPTIONS,
@@ -84,8 +85,13 @@ def _file_sha256(path: Path | str | None) -> str | None:
     return sha256_file(path) if path is not None and Path(path).is_file() else None
 
 
-def calibrate_explicit(config: BuildConfig, *, onnx_sha256: str | None = None) -> ExplicitCalibration:
-    """Calibrate ``config`` (or take the stored result); check the pinned cache hash; return the outcome."""
+def calibrate_explicit(
+    config: BuildConfig, *, onnx_sha256: str | None = None, data_sha256: str | None = None
+) -> ExplicitCalibration:
+    """Calibrate ``config`` (or take the stored result); check the pinned cache hash; return the outcome.
+
+    ``onnx_sha256`` and ``data_sha256`` are the digests the build request computed (computed here when not given).
+    """
     calib = config.calibration
     if importlib.util.find_spec("onnxruntime") is None:
         raise BackendUnavailable(
@@ -95,10 +101,11 @@ def calibrate_explicit(config: BuildConfig, *, onnx_sha256: str | None = None) -
         raise ConfigError(f"BuildConfig {config.name!r}: explicit quantization needs Calibration(algorithm=...) "
                           "one of minmax, entropy, percentile, distribution", field="calibration.algorithm")
     onnx_sha = onnx_sha256 or config.onnx_sha256
-    folder = store_root() / (key := store_key(config, onnx_sha))[:2] / key
+    data_sha = data_sha256 or config.data_sha256
+    folder = store_root() / (key := store_key(config, onnx_sha, data_sha))[:2] / key
     outcome = _load(folder)
     if outcome is None:
-        outcome = _store(folder, _calibrate(config, calib))
+        outcome = _store(folder, _calibrate(config, calib, data_sha))
     _sync_cache_file(config, calib, outcome)
     return outcome
 
@@ -142,25 +149,25 @@ def _existing_cache(config: BuildConfig, calib: Calibration) -> Ranges | None:
     return Ranges(calib.algorithm, {k: (-s * 127.0, s * 127.0) for k, s in parsed.scales.items()})
 
 
-def _calibrate(config: BuildConfig, calib: Calibration) -> tuple[bytes, str, dict[str, Any]]:
+def _calibrate(config: BuildConfig, calib: Calibration, data_sha256: str | None) -> tuple[bytes, str, dict[str, Any]]:
     import onnxruntime
 
-    from pytest_trt.calibration.data import load_samples
+    from pytest_trt.calibration.data import pinned_samples
     from pytest_trt.calibration.qdq import quantize
     from pytest_trt.calibration.ranges import compute_ranges
 
     t0 = time.perf_counter()
-    samples = load_samples(calib, input_name=_single_input(config))
-    used = samples.used(calib.batch_size, calib.num_batches)
+    used = pinned_samples(calib, input_name=_single_input(config))
     ranges = _existing_cache(config, calib)
     source = "cache" if ranges is not None else "calibrator"
     if ranges is None:
+        batches = used.batches(calib.batch_size)
         with contextlib.redirect_stdout(io.StringIO()):
-            ranges = compute_ranges(config.onnx, used.batches(calib.batch_size), calib.algorithm,
-                                    percentile=calib.percentile)
+            ranges = compute_ranges(config.onnx, batches, calib.algorithm, percentile=calib.percentile)
+    scales = ranges.scales()
     ranges_s = time.perf_counter() - t0
     qdq = quantize(config.onnx, ranges, per_channel=calib.per_channel)
-    cache_text = format_calibration_cache(calib.algorithm, ranges.scales(), tag=EXPLICIT_TAG)
+    cache_text = format_calibration_cache(calib.algorithm, scales, tag=EXPLICIT_TAG)
     info = {
         "schema": STORE_SCHEMA,
         "algorithm": calib.algorithm,
@@ -175,7 +182,7 @@ def _calibrate(config: BuildConfig, calib: Calibration) -> tuple[bytes, str, dic
         "samples": used.n,
         "batches": -(-used.n // calib.batch_size),
         "class_counts": {str(k): v for k, v in used.class_counts().items()},
-        "data_sha256": calib.data_sha256(),
+        "data_sha256": data_sha256,
         "seconds": {"ranges": ranges_s, "total": time.perf_counter() - t0},
     }
     return qdq, cache_text, info

@@ -8,14 +8,13 @@ arrays or from a folder of ``.npy`` / ``.npz`` files.
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from pytest_trt.common.samples import samples_digest
 from pytest_trt.errors import GoldenError
 
 LABELS_KEY = "labels"
@@ -77,9 +76,7 @@ class GoldenDataset:
 
     def digest(self) -> str:
         """sha256 over names, dtypes, shapes and bytes of inputs, labels and tags."""
-        return dataset_digest(
-            ((k, v) for k, v in self.inputs.items()), self.labels, self.tags
-        )
+        return samples_digest(self.inputs.items(), self.labels, self.tags)
 
     @classmethod
     def from_arrays(
@@ -126,21 +123,5 @@ class GoldenDataset:
         return cls(joined, labels, tags)
 
 
-def dataset_digest(
-    inputs: Iterable[tuple[str, np.ndarray]], labels: np.ndarray | None, tags: Sequence[str] | None
-) -> str:
-    """The digest :meth:`GoldenDataset.digest` and the store compute alike.
-
-    Inputs may be h5py datasets: they are hashed in slabs of samples, never loaded whole.
-    """
-    h = hashlib.sha256()
-    for name, arr in inputs:
-        h.update(json.dumps([name, np.dtype(arr.dtype).str, list(arr.shape)]).encode())
-        step = max(1, (16 << 20) // max(1, int(np.prod(arr.shape[1:], dtype=np.int64)) * arr.dtype.itemsize))
-        for start in range(0, arr.shape[0], step):
-            h.update(np.ascontiguousarray(arr[start : start + step]).tobytes())
-    if labels is not None:
-        h.update(b"labels\0" + np.ascontiguousarray(labels, dtype="<i8").tobytes())
-    if tags is not None:
-        h.update(b"tags\0" + json.dumps(list(tags)).encode())
-    return h.hexdigest()
+#: the digest the store writes and checks (one spelling with calibration data's: common.samples)
+dataset_digest = samples_digest

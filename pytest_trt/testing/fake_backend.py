@@ -18,13 +18,13 @@ it name the fake backend and so can never pass for a TensorRT engine's.
 from __future__ import annotations
 
 import contextlib
-import platform
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pytest_trt.backends import registry
-from pytest_trt.backends.registry import BackendSpec
+from pytest_trt.backends.base import RunnerTensors
+from pytest_trt.backends.registry import BackendSpec, RegistryVersions
 
 if TYPE_CHECKING:
     import numpy as np
@@ -74,7 +74,7 @@ def fake_backend(*, compute: Compute | None = None) -> Iterator[FakeBackend]:
             registry.unregister(FAKE)
 
 
-class FakeBackend:
+class FakeBackend(RegistryVersions):
     """A :class:`~pytest_trt.backends.base.Backend` test double (see the module docstring).
 
     It works unregistered too (``FakeBackend().engine(config)`` in a conftest); registering
@@ -86,18 +86,15 @@ class FakeBackend:
     def __init__(self, *, compute: Compute | None = None) -> None:
         self.compute = compute
 
-    def version(self) -> str:
+    def _row(self) -> BackendSpec:
+        """:data:`FAKE_SPEC`, registered or not."""
+        return FAKE_SPEC
+
+    def _library_version(self) -> str:
         """pytest-trt's version: the fake backend is part of it."""
         from pytest_trt import __version__
 
         return registry.distribution_version(FAKE_SPEC.distributions[0]) or __version__
-
-    def versions(self) -> dict[str, str]:
-        """Like :func:`~pytest_trt.backends.registry.key_versions`, without needing the row registered."""
-        version = self.version()
-        out = {"backend": version, FAKE_SPEC.module: version, "python": platform.python_version()}
-        out.update({p: registry.distribution_version(p) or "not installed" for p in FAKE_SPEC.key_packages})
-        return out
 
     def device(self, config: BuildConfig) -> dict[str, Any]:
         return {"kind": "cpu", "name": "fake (a test double; no device)"}
@@ -140,7 +137,7 @@ class FakeBackend:
         build_s = time.perf_counter() - t0
         log.append(LogEntry("INFO", build_s, f"fake engine: {len(engine)} bytes (the ONNX model itself)"))
         return BuildResult(
-            backend=FAKE, engine=engine, log=tuple(log), config=config.to_json(),
+            backend=FAKE, engine=engine, log=tuple(log), config=request.config_json,
             effective_config={"precision": config.precision, "profiles": [p.to_json() for p in config.profiles]},
             config_hash=request.config_hash, onnx_sha256=request.onnx_sha256,
             durations={"parse": 0.0, "build": build_s}, versions=dict(request.versions),
@@ -171,7 +168,7 @@ class FakeBackend:
         return Engine(config, self.build(config), self)
 
 
-class FakeRunner:
+class FakeRunner(RunnerTensors):
     """Runs the fake engine (ONNX bytes) with ``onnx.reference``, or ``compute`` when given."""
 
     def __init__(self, model: bytes, *, compute: Compute | None = None) -> None:
@@ -182,14 +179,6 @@ class FakeRunner:
         self._evaluator: Any = None
         self._inputs = tuple(_tensor_spec(v) for v in self._model.graph.input)
         self._outputs = tuple(_tensor_spec(v) for v in self._model.graph.output)
-
-    @property
-    def inputs(self) -> tuple[TensorSpec, ...]:
-        return self._inputs
-
-    @property
-    def outputs(self) -> tuple[TensorSpec, ...]:
-        return self._outputs
 
     def run(self, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         import numpy as np

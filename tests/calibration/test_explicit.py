@@ -145,8 +145,7 @@ def test_feature_table_sends_rtx_to_qdq_and_refuses_14(method_config) -> None:  
 
     import tensorrt_rtx
 
-    from pytest_trt.backends.trt_features import probe
-    from pytest_trt.calibration.planning import check_calibration
+    from pytest_trt.backends.trt_features import check_calibration, probe
     from pytest_trt.errors import UnsupportedOption
 
     features = probe(tensorrt_rtx)
@@ -155,12 +154,13 @@ def test_feature_table_sends_rtx_to_qdq_and_refuses_14(method_config) -> None:  
         f = dataclasses.replace(features, version=version)
         if refused:
             with pytest.raises(UnsupportedOption, match="cannot build INT8 Q/DQ models .*Myelin"):
-                check_calibration(config, f, f"TensorRT-RTX {version}", _refuse)
+                check_calibration(config.calibration, config.precision, f, f"TensorRT-RTX {version}", _refuse)
         else:
-            built_as = check_calibration(config, f, f"TensorRT-RTX {version}", _refuse)
-            assert built_as.precision == "typed" and built_as.calibration is None
+            built_as = check_calibration(config.calibration, config.precision, f, f"TensorRT-RTX {version}", _refuse)
+            assert built_as == "typed"
+    entropy2 = method_config("entropy2")
     with pytest.raises(UnsupportedOption, match="no INT8 calibrators .*'entropy2' cannot run"):
-        check_calibration(method_config("entropy2"), features, "TensorRT-RTX", _refuse)
+        check_calibration(entropy2.calibration, entropy2.precision, features, "TensorRT-RTX", _refuse)
 
 
 @pytest.mark.skipif(not HAS_RTX or RTX_MM != "1.4", reason=f"needs TensorRT-RTX 1.4 (tox -e rtx14); installed: "
