@@ -30,9 +30,8 @@ if TYPE_CHECKING:
     from pytest_trt.pytest_plugin.devices import Pinning
     from pytest_trt.pytest_plugin.golden import GoldenState
     from pytest_trt.pytest_plugin.record import ItemRecord
+    from pytest_trt.pytest_plugin.summary import SummaryData
 
-#: the report properties the golden state collects (pytest_plugin.golden.GoldenState.collect)
-_GOLDEN_PROPERTIES = frozenset((opt.REFRESHED_PROPERTY, opt.NOTE_PROPERTY))
 #: the plugin name TrtSession registers under
 PLUGIN_NAME = "trt-session"
 SESSION = pytest.StashKey["TrtSession"]()
@@ -264,11 +263,6 @@ class TrtSession:
             html_extras(self.config, report, audits)
         return report
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        # only a golden refresh or note concerns the golden state: the audit's bundle properties do not
-        if report.when == "call" and any(key in _GOLDEN_PROPERTIES for key, _ in report.user_properties):
-            self.golden.collect(report)
-
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         provider = self._provider  # never made here: a run without trt tests has none
         if provider is not None:
@@ -285,7 +279,7 @@ class TrtSession:
             self._archive()
 
     def own_output(self) -> WorkerOutput:
-        """What this process made: engine rows, cache write errors, bundles, bundle failures."""
+        """What this process made: engine rows, cache write errors, bundles, bundle failures, golden lines."""
         from pytest_trt.pytest_plugin.channel import WorkerOutput
 
         out = WorkerOutput()
@@ -299,7 +293,23 @@ class TrtSession:
 
             out.bundles = bundle_rows(self._recorder)
             out.bundle_failures = list(self._recorder.failures)
+        if self._golden is not None:
+            out.golden_refreshed = list(self._golden.refreshed)
+            out.golden_notes = list(self._golden.notes)
         return out
+
+    def summary_data(self) -> SummaryData:
+        """What the terminal summary prints: this process's output and its workers', the archive, golden sections."""
+        from pytest_trt.pytest_plugin.summary import SummaryData
+
+        out = self.own_output()
+        for worker in self.workers:
+            out.merge(worker)
+        golden = self._golden
+        if golden is None and (out.golden_refreshed or out.golden_notes):  # an xdist controller: the workers checked
+            golden = self.golden
+        sections = golden.summary(out.golden_refreshed, out.golden_notes) if golden is not None else []
+        return SummaryData(out, self.archived, sections)
 
     def _archive(self) -> None:
         assert self.archive is not None
@@ -322,7 +332,7 @@ class TrtSession:
             return  # nothing to say (a run without trt tests): import nothing
         from pytest_trt.pytest_plugin.summary import write_summary
 
-        write_summary(terminalreporter, self)
+        write_summary(terminalreporter, self.summary_data())
 
 
 def _golden_options_set(config: pytest.Config) -> bool:
