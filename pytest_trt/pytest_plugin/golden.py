@@ -65,7 +65,12 @@ class GoldenState:
             try:
                 defaults[name] = parse_ini_value(name, str(config.getini(f"{opt.THRESHOLD_INI_PREFIX}{name}")))
             except GoldenError as exc:
-                raise pytest.UsageError(exc.message) from None
+                error = exc
+            else:
+                continue
+            from pytest_trt.pytest_plugin.outcomes import raise_outcome
+
+            raise_outcome(error, configure=True)
         given = frozenset(n for n, v in defaults.items()
                           if v is not None and v != getattr(builtin, n) and n != "allow_nonfinite")
         golden_dir = opt.path(config, opt.GOLDEN_DIR_OPT)

@@ -212,7 +212,6 @@ class TrtSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
         from pytest_trt.engines.current import begin_test, end_test
-        from pytest_trt.errors import EngineNotRunnable
 
         record = item.stash.get(RECORD, None)
         if record is None and any(name.startswith("trt_") for name in getattr(item, "fixturenames", ())):
@@ -220,22 +219,13 @@ class TrtSession:
         token = begin_test(record.engines if record is not None else [])
         try:
             return (yield)
-        except EngineNotRunnable as exc:
-            # The engine was built but this machine cannot execute it (no GPU, unsupported
-            # compute capability): the test cannot run here, which is a skip, not a failure.
-            # Nothing substitutes another backend's outputs.
-            skip, failure = exc.message, None
         except TrtError as exc:
-            # A user-fixable problem (missing golden, bad inputs, ...): its message says what
-            # to do; the plugin's internal frames would only hide it.
-            skip, failure = None, str(exc)
+            error = exc
         finally:
             end_test(token)
-        if failure is not None:
-            pytest.fail(failure, pytrace=False)
-        from pytest_trt.engines.skipping import not_runnable_message
+        from pytest_trt.pytest_plugin.outcomes import raise_outcome
 
-        pytest.skip(not_runnable_message(skip or "engine not runnable here", ""))
+        raise_outcome(error)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
