@@ -266,9 +266,7 @@ class BuildResult:
             versions=build["versions"],
             device=build["device"],
             extra=build.get("extra", {}),
-            # entries written before the field existed: recovered from their versions dict
-            backend_version=str(build.get("backend_version") or "")
-            or legacy_backend_version(build["backend"], build["versions"]),
+            backend_version=backend_version_of(build),  # also an entry written before the field existed
         )
         if lazy:
             del result.__dict__["log"]
@@ -340,15 +338,20 @@ def split_log(folder: Path, text: str, index: list[list[Any]]) -> tuple[LogEntry
     return tuple(log)
 
 
-def legacy_backend_version(backend: str, versions: dict[str, str]) -> str:
-    """The version in a ``versions`` dict of a result made before :attr:`BuildResult.backend_version` existed.
+def backend_version_of(build: Mapping[str, Any]) -> str:
+    """The backend library version a ``build.json`` object records, as written by any release; ``""`` when none.
 
-    TensorRT results then held the backend's *name* under ``"backend"`` and the
-    version under the module's name (``tensorrt``, ``tensorrt_rtx``); ONNX
-    Runtime held the version under both.  Only a value that starts with a
-    digit is a version; ``""`` when none does.
+    The typed ``backend_version`` field first.  Results made before it existed keep the version in
+    ``versions``: under the backend's module name (``tensorrt``, ``tensorrt_rtx``), its distribution
+    name, ``backend_version`` or ``backend``; the first TensorRT results held the backend's *name*
+    under ``backend``, so only a value that starts with a digit is a version.
     """
-    for key in (backend.replace("-", "_"), backend, "backend"):
+    typed = build.get("backend_version")
+    if typed:
+        return str(typed)
+    versions = build.get("versions") or {}
+    backend = str(build.get("backend") or "")
+    for key in (backend.replace("-", "_"), backend, "backend_version", "backend"):
         value = str(versions.get(key) or "")
         if value[:1].isdigit():
             return value
