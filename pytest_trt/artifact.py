@@ -83,6 +83,20 @@ def iter_log_lines(entries: Iterable[LogEntry]) -> Iterator[str]:
 
 
 @dataclass(frozen=True)
+class BuildMembers:
+    """What an audit bundle takes from a :class:`BuildResult`, handed over in one call (:meth:`BuildResult.members`)."""
+
+    engine: bytes
+    engine_sha256: str
+    build_json: bytes  # the cache entry's build.json bytes (BuildResult.build_json_bytes)
+    log: bytes  # build.log's bytes
+    pinned: dict[str, Any]
+    effective: dict[str, Any]
+    config_hash: str
+    onnx_sha256: str
+
+
+@dataclass(frozen=True)
 class BuildResult:
     """A finished build: engine bytes plus all the evidence of how it was made."""
 
@@ -181,6 +195,11 @@ class BuildResult:
             text = json.dumps(self.build_json(), sort_keys=True, separators=(",", ":")) + "\n"
             data = self.__dict__["_build_json_bytes"] = text.encode()
         return data
+
+    def members(self) -> BuildMembers:
+        """The engine, its hash, build.json's and build.log's bytes and the configs, for a bundle's members."""
+        return BuildMembers(self.engine, self.engine_sha256, self.build_json_bytes(), self.log_bytes(), self.config,
+                            self.effective_config, self.config_hash, self.onnx_sha256)
 
     def write(self, folder: Path) -> dict[str, str]:
         """Write the artifact folder; return each file's sha256 (hashed from memory, not re-read).
