@@ -66,7 +66,7 @@ def main() -> int:
         failures, lines = 0, []
         for i in range(args.runs):
             try:
-                verdicts = timing.verify(check(False), eng, opts)
+                verdicts = timing.verify(check(False).scope, eng, opts)
                 lines.append(" | ".join(v.line() for v in verdicts))
             except AssertionError as exc:
                 failures += 1

@@ -83,6 +83,20 @@ def iter_log_lines(entries: Iterable[LogEntry]) -> Iterator[str]:
 
 
 @dataclass(frozen=True)
+class BuildMembers:
+    """What an audit bundle takes from a :class:`BuildResult`, handed over in one call (:meth:`BuildResult.members`)."""
+
+    engine: bytes
+    engine_sha256: str
+    build_json: bytes  # the cache entry's build.json bytes (BuildResult.build_json_bytes)
+    log: bytes  # build.log's bytes
+    pinned: dict[str, Any]
+    effective: dict[str, Any]
+    config_hash: str
+    onnx_sha256: str
+
+
+@dataclass(frozen=True)
 class BuildResult:
     """A finished build: engine bytes plus all the evidence of how it was made."""
 
@@ -175,12 +189,17 @@ class BuildResult:
 
     def build_json_bytes(self) -> bytes:
         """build.json's bytes (sorted keys, compact, ASCII), made once: the cache entry writes them, the bundle's
-        build.json embeds them (encoding the log index took ~2 ms per bundle of a 14.7 MB engine, issue #14)."""
+        build.json embeds them: encoding the log index twice is ~2 ms per bundle."""
         data = self.__dict__.get("_build_json_bytes")
         if data is None:
             text = json.dumps(self.build_json(), sort_keys=True, separators=(",", ":")) + "\n"
             data = self.__dict__["_build_json_bytes"] = text.encode()
         return data
+
+    def members(self) -> BuildMembers:
+        """The engine, its hash, build.json's and build.log's bytes and the configs, for a bundle's members."""
+        return BuildMembers(self.engine, self.engine_sha256, self.build_json_bytes(), self.log_bytes(), self.config,
+                            self.effective_config, self.config_hash, self.onnx_sha256)
 
     def write(self, folder: Path) -> dict[str, str]:
         """Write the artifact folder; return each file's sha256 (hashed from memory, not re-read).
@@ -266,9 +285,7 @@ class BuildResult:
             versions=build["versions"],
             device=build["device"],
             extra=build.get("extra", {}),
-            # entries written before the field existed: recovered from their versions dict
-            backend_version=str(build.get("backend_version") or "")
-            or legacy_backend_version(build["backend"], build["versions"]),
+            backend_version=backend_version_of(build),  # also an entry written before the field existed
         )
         if lazy:
             del result.__dict__["log"]
@@ -340,15 +357,20 @@ def split_log(folder: Path, text: str, index: list[list[Any]]) -> tuple[LogEntry
     return tuple(log)
 
 
-def legacy_backend_version(backend: str, versions: dict[str, str]) -> str:
-    """The version in a ``versions`` dict of a result made before :attr:`BuildResult.backend_version` existed.
+def backend_version_of(build: Mapping[str, Any]) -> str:
+    """The backend library version a ``build.json`` object records, as written by any release; ``""`` when none.
 
-    TensorRT results then held the backend's *name* under ``"backend"`` and the
-    version under the module's name (``tensorrt``, ``tensorrt_rtx``); ONNX
-    Runtime held the version under both.  Only a value that starts with a
-    digit is a version; ``""`` when none does.
+    The typed ``backend_version`` field first.  Results made before it existed keep the version in
+    ``versions``: under the backend's module name (``tensorrt``, ``tensorrt_rtx``), its distribution
+    name, ``backend_version`` or ``backend``; the first TensorRT results held the backend's *name*
+    under ``backend``, so only a value that starts with a digit is a version.
     """
-    for key in (backend.replace("-", "_"), backend, "backend"):
+    typed = build.get("backend_version")
+    if typed:
+        return str(typed)
+    versions = build.get("versions") or {}
+    backend = str(build.get("backend") or "")
+    for key in (backend.replace("-", "_"), backend, "backend_version", "backend"):
         value = str(versions.get(key) or "")
         if value[:1].isdigit():
             return value

@@ -215,9 +215,6 @@ MARKER_HELP = (
 )
 #: the fixture a golden check takes its engine from
 ENGINE_FIXTURE = "trt_engine"
-#: user_properties keys that travel with reports (also from xdist workers)
-REFRESHED_PROPERTY = "trt_golden_refreshed"
-NOTE_PROPERTY = "trt_golden_provenance_note"
 
 
 # -- pytest --------------------------------------------------------------------------------------

@@ -96,11 +96,13 @@ def trt_engine(request: pytest.FixtureRequest) -> Engine:
 def trt_reference(trt_engine: Engine) -> Any:
     """The test's model run by ONNX Runtime with every optimization off: the plain ONNX semantics."""
     from pytest_trt.errors import TrtError
+    from pytest_trt.pytest_plugin.outcomes import raise_outcome
 
     try:
         return trt_engine.reference()
     except TrtError as exc:
-        pytest.skip(exc.message)
+        error = exc
+    raise_outcome(error, optional=True)
 
 
 @pytest.fixture

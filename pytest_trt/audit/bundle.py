@@ -1,6 +1,6 @@
 """Write audit bundles: one deterministic ``tar.gz`` per engine.
 
-Members (flat names; see :func:`bundle_members`)::
+Members (flat names; see :func:`bundle_members`), made from one :class:`BundleInputs`::
 
     engine.plan          the serialized engine, or, with ``trt_bundle_engine = false``,
     engine.plan.sha256   its sha256 only (``sha256sum`` format)
@@ -41,7 +41,7 @@ from pytest_trt.common.background import Future, on_thread
 from pytest_trt.common.fileio import write_atomic
 
 if TYPE_CHECKING:
-    from pytest_trt.artifact import BuildResult
+    from pytest_trt.artifact import BuildMembers, BuildResult
     from pytest_trt.buildlog.record import BuildRecord
 
 BUNDLE_SCHEMA = 1
@@ -98,7 +98,10 @@ def canonical_json(data: Any) -> bytes:
 
 
 def backend_version(result: BuildResult) -> str:
-    """The backend library version a build used (``"unknown"`` when the result lacks it)."""
+    """The backend library version a build used (``"unknown"`` when the result lacks it).
+
+    A result read from an older cache entry has it from :func:`pytest_trt.artifact.backend_version_of`.
+    """
     return result.backend_version or "unknown"
 
 
@@ -129,7 +132,22 @@ def bundle_name(result: BuildResult) -> str:
     return f"{name}-v{version}-{prefix}{major_minor}-{device_slug(result.device)}.tar.gz"
 
 
-def build_member(result: BuildResult, *, record: BuildRecord | None, include_engine: bool) -> bytes:
+@dataclass(frozen=True)
+class BundleInputs:
+    """Everything a bundle's members are made from, gathered once (by the recorder, or a caller of
+    :func:`write_bundle`); the build's own part is handed over by :meth:`BuildResult.members`."""
+
+    result: BuildResult
+    record: BuildRecord | None
+    environment: Mapping[str, Any]
+    include_engine: bool = True
+    golden_results: Mapping[str, Any] | None = None
+    calibration_cache: bytes | None = None
+    qdq_model_sha256: str | None = None
+    sign_key: Path | None = None
+
+
+def build_member(build: BuildMembers, *, record: BuildRecord | None, include_engine: bool) -> bytes:
     """``build.json``: canonical JSON of the bundle schema, the build (the cache entry's build.json) and the record.
 
     The build's part is the cache entry's build.json bytes, made once per result
@@ -141,62 +159,54 @@ def build_member(result: BuildResult, *, record: BuildRecord | None, include_eng
     head = {"bundle_schema": BUNDLE_SCHEMA, "engine_included": include_engine,
             "record": record.to_dict() if record is not None else None}
     rest = canonical_json(head)
-    build = result.build_json_bytes()
-    if b"\\u" in build or b"\\u" in rest or not build.endswith(b"}\n"):
-        return canonical_json({**head, "build": result.build_json()})
-    return b'{"build":' + build[:-1] + b"," + rest[1:]
+    if b"\\u" in build.build_json or b"\\u" in rest or not build.build_json.endswith(b"}\n"):
+        return canonical_json({**head, "build": json.loads(build.build_json)})
+    return b'{"build":' + build.build_json[:-1] + b"," + rest[1:]
 
 
-def bundle_members(
-    result: BuildResult,
-    *,
-    record: BuildRecord | None,
-    environment: Mapping[str, Any],
-    include_engine: bool = True,
-    golden_results: Mapping[str, Any] | None = None,
-    calibration_cache: bytes | None = None,
-    qdq_model_sha256: str | None = None,
-    sign_key: Path | None = None,
-    log_gz: Callable[[], bytes] | None = None,
-) -> dict[str, bytes]:
-    """Every member of the bundle for ``result``, name -> bytes, manifest and signature included.
+def bundle_members(inputs: BundleInputs | BuildResult, *, log_gz: Callable[[], bytes] | None = None,
+                   **fields: Any) -> dict[str, bytes]:
+    """Every member of the bundle of ``inputs``, name -> bytes, manifest and signature included.
 
-    ``log_gz``: returns ``build.log.gz`` of ``result``'s log, called once the other members are made
-    (the writer gzips the log on another core meanwhile).
+    ``inputs``: a :class:`BundleInputs`, or a build result with its other fields as keywords.
+    ``log_gz``: returns ``build.log.gz``, called once the other members are made (the writer
+    gzips the log on another core meanwhile).
     """
+    if not isinstance(inputs, BundleInputs):
+        inputs = BundleInputs(inputs, **fields)
+    return _members(inputs, inputs.result.members(), log_gz)
+
+
+def _members(inputs: BundleInputs, build: BuildMembers, log_gz: Callable[[], bytes] | None) -> dict[str, bytes]:
     from pytest_trt.audit.archive import gzip_bytes  # with tarfile and gzip: not on a cache hit's path
 
     members: dict[str, bytes] = {}
-    engine_sha = result.engine_sha256
-    if include_engine:
-        members[ENGINE] = result.engine
+    engine_sha = build.engine_sha256
+    if inputs.include_engine:
+        members[ENGINE] = build.engine
     else:
         members[ENGINE_HASH] = f"{engine_sha}  {ENGINE}\n".encode("ascii")
-    members[BUILD] = build_member(result, record=record, include_engine=include_engine)
-    members[CONFIG] = canonical_json(
-        {
-            "pinned": result.config,
-            "effective": normalized_effective(result.effective_config),
-            "config_hash": result.config_hash,
-            "onnx_sha256": result.onnx_sha256,
-        }
-    )
-    members[ENVIRONMENT] = canonical_json(dict(environment))
+    members[BUILD] = build_member(build, record=inputs.record, include_engine=inputs.include_engine)
+    members[CONFIG] = canonical_json({"pinned": build.pinned, "effective": normalized_effective(build.effective),
+                                      "config_hash": build.config_hash, "onnx_sha256": build.onnx_sha256})
+    members[ENVIRONMENT] = canonical_json(dict(inputs.environment))
+    calibration_cache, qdq_model_sha256 = inputs.calibration_cache, inputs.qdq_model_sha256
     if calibration_cache is not None or qdq_model_sha256 is not None:
         calib: dict[str, Any] = {"cache_sha256": None, "qdq_model_sha256": qdq_model_sha256}
         if calibration_cache is not None:
             members[CALIBRATION_CACHE] = calibration_cache
             calib["cache_sha256"] = sha256_hex(calibration_cache)
         members[CALIBRATION] = canonical_json(calib)
+    golden_results = inputs.golden_results
     if golden_results:
         members[GOLDEN] = canonical_json({"schema": 1, "checks": dict(golden_results)})
-    members[LOG] = gzip_bytes(result.log_bytes()) if log_gz is None else log_gz()
-    # the engine's hash is known: hashing 14.5 MB again cost 7 ms per bundle
+    members[LOG] = gzip_bytes(build.log) if log_gz is None else log_gz()
+    # the engine's hash is known: hashing a 14.5 MB engine again costs 7 ms per bundle
     manifest = render_manifest({name: engine_sha if name == ENGINE else sha256_hex(data)
                                 for name, data in members.items()})
     members[MANIFEST] = manifest
-    if sign_key is not None:
-        members[SIGNATURE] = sign_manifest(manifest, sign_key)
+    if inputs.sign_key is not None:
+        members[SIGNATURE] = sign_manifest(manifest, inputs.sign_key)
     return members
 
 
@@ -229,57 +239,46 @@ def inputs_digest(
 
 
 def write_bundle(
-    result: BuildResult,
+    inputs: BundleInputs | BuildResult,
     out_dir: Path,
     *,
-    record: BuildRecord | None,
-    environment: Mapping[str, Any],
-    include_engine: bool = True,
-    golden_results: Mapping[str, Any] | None = None,
-    calibration_cache: bytes | None = None,
-    qdq_model_sha256: str | None = None,
-    sign_key: Path | None = None,
     name: str | None = None,
     reuse: bool = False,
     inputs_sha256: str | None = None,
+    **fields: Any,
 ) -> BundleInfo:
-    """Write the bundle for ``result`` atomically into ``out_dir``; return where and its sha256.
+    """Write the bundle of ``inputs`` atomically into ``out_dir``; return where and its sha256.
 
-    With ``reuse``, a bundle whose sidecar (:mod:`pytest_trt.audit.sidecar`) shows, for the unchanged
+    ``inputs``: a :class:`BundleInputs`, or a build result with its other fields as keywords.  With
+    ``reuse``, a bundle whose sidecar (:mod:`pytest_trt.audit.sidecar`) shows, for the unchanged
     file on disk, the same ``inputs_sha256`` (:func:`inputs_digest`) is kept without building any
     member; failing that, one with the same manifest is kept (same members, same bytes).
     """
     from pytest_trt.audit import sidecar
 
+    if not isinstance(inputs, BundleInputs):
+        inputs = BundleInputs(inputs, **fields)
+    result = inputs.result
     path = Path(out_dir) / (name or bundle_name(result))
     state = sidecar.read_state(path) if reuse else None
     if state is not None and inputs_sha256 is not None and state.inputs_sha256 == inputs_sha256:
         return _info(path, state.sha256, state.size, result)
-    golden = dict(golden_results) if golden_results else None
+    golden = dict(inputs.golden_results) if inputs.golden_results else None
+    build = result.members()
     # a bundle will be written (none on disk, or one of another engine or other golden verdicts): the log's gzip and
     # the engine's CRC-32 (the stored gzip member's trailer), both GIL-free zlib calls, run on other cores while
     # the JSON members are encoded; otherwise (a cache hit's first session) the members are likely the same
-    will_write = state is None or state.engine_sha256 != result.engine_sha256 or (state.golden or None) != golden
+    will_write = state is None or state.engine_sha256 != build.engine_sha256 or (state.golden or None) != golden
     crc: Future[int] | None = None
     log_gz: Future[bytes] | None = None
-    if will_write and include_engine and len(result.engine) >= _CRC_ON_THREAD:
+    if will_write and inputs.include_engine and len(build.engine) >= _CRC_ON_THREAD:
         from pytest_trt.audit.archive import gzip_bytes
 
-        log, engine_bytes = result.log_bytes(), result.engine
+        log, engine_bytes = build.log, build.engine
         log_gz, crc = Future(), Future()  # the log first: its member is needed first
         on_thread("pytest-trt-bundle-prep", (log_gz, lambda: gzip_bytes(log)), (crc, lambda: zlib.crc32(engine_bytes)),
                    wait_start=_PREP_START_WAIT_S)
-    members = bundle_members(
-        result,
-        record=record,
-        environment=environment,
-        include_engine=include_engine,
-        golden_results=golden_results,
-        calibration_cache=calibration_cache,
-        qdq_model_sha256=qdq_model_sha256,
-        sign_key=sign_key,
-        log_gz=log_gz.result if log_gz is not None else None,
-    )
+    members = _members(inputs, build, log_gz.result if log_gz is not None else None)
     digest = sidecar.members_digest(members[MANIFEST], members.get(SIGNATURE))
     if state is not None and state.members_sha256 == digest:
         if inputs_sha256 is not None:  # same bytes from other inputs (or a fresh build): remember these inputs
@@ -290,7 +289,7 @@ def write_bundle(
     path.parent.mkdir(parents=True, exist_ok=True, mode=BUNDLE_DIR_MODE)
     engine = members.get(ENGINE)
     # the CRC is waited for only when the stored member's trailer is written (or hashed), near the file's end
-    known_crc = {ENGINE: crc.result} if crc is not None and engine is result.engine else None
+    known_crc = {ENGINE: crc.result} if crc is not None and engine is build.engine else None
     hashed: list[tuple[int, Future[str]]] = []
 
     def writer(fh: Any) -> None:

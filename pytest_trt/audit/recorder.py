@@ -131,7 +131,7 @@ class BundleRecorder:
 
     def bundle(self, engine: Engine) -> BundleInfo:
         """Write (or reuse) the bundle of ``engine``; rewrites it when new golden verdicts arrived."""
-        from pytest_trt.audit.bundle import BUNDLE_DIR_MODE, bundle_name, write_bundle  # not at plugin load
+        from pytest_trt.audit.bundle import BUNDLE_DIR_MODE, BundleInputs, bundle_name, write_bundle  # not at load
 
         key = self.key(engine)
         path = self.settings.bundle_dir / bundle_name(engine.result)
@@ -154,19 +154,13 @@ class BundleRecorder:
             path.parent.mkdir(parents=True, exist_ok=True, mode=BUNDLE_DIR_MODE)
             with locked(path.parent / f".{path.name}.lock", what=f"audit bundle {path}"):
                 merged = {**self._existing_golden(path, engine), **golden}
-                info = write_bundle(
-                    engine.result,
-                    self.settings.bundle_dir,
-                    record=self._record(engine),
-                    environment=self.environment,
-                    include_engine=self.settings.include_engine,
-                    golden_results=merged or None,
-                    calibration_cache=calibration_cache,
-                    qdq_model_sha256=str(qdq) if qdq else None,
-                    sign_key=self.settings.sign_key,
-                    reuse=True,  # an identical bundle (sidecar: same inputs, else same manifest) is not rewritten
-                    inputs_sha256=self._inputs_sha256(engine, path, merged, calibration_cache, qdq),
-                )
+                inputs = BundleInputs(engine.result, self._record(engine), self.environment,
+                                      include_engine=self.settings.include_engine, golden_results=merged or None,
+                                      calibration_cache=calibration_cache, qdq_model_sha256=str(qdq) if qdq else None,
+                                      sign_key=self.settings.sign_key)
+                # an identical bundle (sidecar: same inputs, else same manifest) is not rewritten
+                info = write_bundle(inputs, self.settings.bundle_dir, reuse=True,
+                                    inputs_sha256=self._inputs_sha256(engine, path, merged, calibration_cache, qdq))
             if not engine.cached:
                 self._unsettled[str(path)] = (engine, calibration_cache, qdq)
         self.written[key] = info

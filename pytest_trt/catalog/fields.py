@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from pytest_trt.artifact import backend_version_of
+
 if TYPE_CHECKING:
     from pytest_trt.audit.verify import VerifiedBundle
 
@@ -83,25 +85,6 @@ def iso_utc(timestamp: float) -> str:
 
 def _str(value: Any) -> str | None:
     return None if value is None or value == "" else str(value)
-
-
-def backend_version_of(build: dict[str, Any]) -> str | None:
-    """The backend library version a bundle's build used.
-
-    The typed ``backend_version`` field of newer build results first; then the
-    foundation's ``versions`` table, where ``versions["backend"]`` holds the
-    backend's *name* and the version sits under its module name.
-    """
-    typed = build.get("backend_version")
-    if typed:
-        return str(typed)
-    versions = build.get("versions") or {}
-    backend = str(build.get("backend") or "")
-    for key in (backend.replace("-", "_"), backend, "backend_version", "backend"):
-        value = str(versions.get(key) or "")
-        if value[:1].isdigit():
-            return value
-    return None
 
 
 def _device(build: dict[str, Any], environment: dict[str, Any]) -> str | None:
@@ -209,7 +192,7 @@ def entry_from_bundle(vb: VerifiedBundle, *, created: str) -> CatalogEntry:
         config_name=_str(pinned.get("name")),
         config_version=_str(pinned.get("version")),
         backend=_str(build.get("backend")),
-        backend_version=backend_version_of(build),
+        backend_version=_str(backend_version_of(build)),
         cuda_runtime=_str(cuda.get("runtime")),
         cuda_driver=_str(cuda.get("driver")),
         device=_device(build, env),

@@ -6,7 +6,7 @@ Submodules are imported on use; importing this package imports nothing heavy
 Layout: ``workflow`` (``GoldenCheck.check``: check or approved update) runs ``verifying``
 (check mode) or ``updating`` (update mode) and ``timing``; all three share ``running`` (the
 dataset through the engine, batch by batch, into :mod:`pytest_trt.compare.accumulate`) and
-``results`` (settings, results, the regression failure), and none imports ``workflow``.
+``results`` (settings, the test's scope, results, the regression failure), and none imports ``workflow``.
 ``store``/``atomic`` hold the HDF5 file, ``dataset``/``feeds`` the inputs, ``provenance``,
 ``structure``, ``approvals`` and ``show`` the rest.  Comparing (metrics, the rule table of the
 verdict, the failure text) is :mod:`pytest_trt.compare`.

@@ -1,28 +1,25 @@
-"""What the golden workflow hands back and raises: settings, results, the regression failure.
+"""What the golden workflow is given, hands back and raises: settings, the test's scope, results, the failure.
 
-Shared by :mod:`workflow` (``GoldenCheck``), :mod:`verifying`, :mod:`updating` and
-:mod:`timing`, which import it instead of each other (no import cycle).
+The bottom of the golden workflow: :mod:`workflow` (``GoldenCheck``), :mod:`verifying`,
+:mod:`updating` and :mod:`timing` import it, and it imports none of them.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from pytest_trt.compare.render import render_deltas, render_regression
+from pytest_trt.compare.render import render_deltas, render_regression, update_command
 from pytest_trt.compare.thresholds import ThresholdSet
 from pytest_trt.compare.verdict import OutputMetrics, Verdict
 from pytest_trt.errors import GoldenRegression, GoldenStructureWarning, GoldenTainted
 from pytest_trt.golden.approvals import Approval
 from pytest_trt.golden.provenance import ProvenancePolicy
-
-if TYPE_CHECKING:
-    from pytest_trt.golden.workflow import GoldenCheck
 
 #: ``check(classifier=...)``: True/False for every output, output names, or ``{name: bool}``
 Classifier = bool | Iterable[str] | Mapping[str, bool] | None
@@ -65,6 +62,45 @@ class GoldenSettings:
 
 
 @dataclass(frozen=True)
+class GoldenScope:
+    """What the check, update and timing modes need of one test: the settings, its ids, where its notes go."""
+
+    settings: GoldenSettings
+    nodeid: str | None = None
+    #: the test id as typed where pytest was invoked (suggested commands); ``nodeid`` stays rootdir-relative
+    command_nodeid: str | None = None
+    on_note: Callable[[str], None] | None = None
+
+    def path_for(self, config_name: str) -> Path:
+        """``<golden_dir>/<config name>.h5``."""
+        folder = self.settings.golden_dir
+        if folder.exists() and not folder.is_dir():
+            from pytest_trt.golden.store import folder_error  # loads h5py: not when the fixture is made
+
+            raise folder_error(folder)
+        return folder / f"{config_name}.h5"
+
+    def note(self, text: str) -> None:
+        """A provenance note for the terminal summary (a passing check whose evidence differs)."""
+        if self.on_note is not None:
+            self.on_note(text)
+
+    def missing_message(self, name: str, path: Path, what: str, *, needs_dataset: bool = False) -> str:
+        """The missing-golden failure; with ``needs_dataset`` it names the golden dataset first."""
+        command = update_command(self.command_nodeid, args=self.settings.command_args)
+        if needs_dataset:
+            return (f"no golden for {name!r}: {what}, and check() was given no golden dataset to create it from. "
+                    "Pass one, e.g. trt_golden.check(trt_engine, "
+                    "dataset=GoldenDataset.from_directory(\"golden_data\")) "
+                    "(a folder of <input>.npy files and an optional labels.npy) or "
+                    "dataset=GoldenDataset.from_arrays({\"<input>\": array}, labels=...), with "
+                    f"`from pytest_trt import GoldenDataset`; then, after checking the engine, create the golden with:"
+                    f"\n  {command}")
+        return (f"no golden for {name!r}: {what}. Goldens are never created silently; after checking the "
+                f"engine, create it with:\n  {command}")
+
+
+@dataclass(frozen=True)
 class CheckResult:
     """A passing check (a failing one raises)."""
 
@@ -99,13 +135,13 @@ class UpdateResult:
         return lines
 
 
-def raise_failure(check: GoldenCheck, *, golden: str, verdict: Verdict, metrics: Mapping[str, OutputMetrics],
+def raise_failure(scope: GoldenScope, *, golden: str, verdict: Verdict, metrics: Mapping[str, OutputMetrics],
                   provenance_lines: list[str]) -> None:
     """Raise GoldenTainted (a fatal provenance difference) or GoldenRegression with the one rendered message."""
     __tracebackhide__ = True
     message = render_regression(golden=golden, breaches=verdict.breaches, metrics=list(metrics.values()),
                                 structure=verdict.structure, problems=[*provenance_lines, *verdict.problems],
-                                nodeid=check.command_nodeid, command_args=check.settings.command_args,
+                                nodeid=scope.command_nodeid, command_args=scope.settings.command_args,
                                 checks=verdict.checks, refused=verdict.refused)
     fatal = tuple(p.field for p in verdict.provenance if p.fatal)
     if fatal:

@@ -27,11 +27,11 @@ import numpy as np
 
 from pytest_trt.common.fileio import write_json_atomic
 from pytest_trt.errors import GoldenCorrupt, GoldenMissing, GoldenTainted
+from pytest_trt.golden.results import GoldenScope
 
 if TYPE_CHECKING:
     from pytest_trt.compare.timing import DriftVerdict
     from pytest_trt.engines.benchmark import BenchmarkResult
-    from pytest_trt.golden.workflow import GoldenCheck
 
 __all__ = ["TimingOptions", "device_class", "split_options", "store", "timing_path", "verify"]
 
@@ -69,10 +69,10 @@ def device_class(device: Mapping[str, Any]) -> str:
     return f"{device.get('kind', 'unknown')} {device.get('name')} {'+'.join(device.get('isa', []))}".strip()
 
 
-def _inputs(check: GoldenCheck, engine: Any) -> dict[str, np.ndarray]:
+def _inputs(scope: GoldenScope, engine: Any) -> dict[str, np.ndarray]:
     from pytest_trt.golden.store import GoldenFile
 
-    path = check.path_for(engine.config.name)
+    path = scope.path_for(engine.config.name)
     with GoldenFile(path) as g:
         batch = g.samples
         if engine.config.profiles:
@@ -85,26 +85,26 @@ def _measure(engine: Any, feeds: Mapping[str, np.ndarray], opts: TimingOptions) 
                             rounds=opts.rounds)
 
 
-def store(check: GoldenCheck, engine: Any, opts: TimingOptions) -> Path:
+def store(scope: GoldenScope, engine: Any, opts: TimingOptions) -> Path:
     """Measure ``engine`` on the golden's first batch and write the timing snapshot."""
-    result = _measure(engine, _inputs(check, engine), opts)
-    path = timing_path(check.settings.golden_dir, engine.config.name)
+    result = _measure(engine, _inputs(scope, engine), opts)
+    path = timing_path(scope.settings.golden_dir, engine.config.name)
     doc = {"schema": SCHEMA, "config": engine.config.name, "config_hash": engine.result.config_hash,
            "device_class": device_class(engine.result.device), "versions": dict(engine.result.versions),
-           "approval": check.settings.approve, "benchmark": result.to_json()}
+           "approval": scope.settings.approve, "benchmark": result.to_json()}
     write_json_atomic(path, doc, indent=1)
     return path
 
 
-def _load(check: GoldenCheck, name: str) -> dict[str, Any]:
+def _load(scope: GoldenScope, name: str) -> dict[str, Any]:
     from pytest_trt.compare.render import update_command
 
-    path = timing_path(check.settings.golden_dir, name)
+    path = timing_path(scope.settings.golden_dir, name)
     if not path.is_file():
         raise GoldenMissing(
             f"no timing snapshot for {name!r}: {path} does not exist. Timings are never recorded silently; "
             "measure and approve them with:\n  "
-            + update_command(check.command_nodeid, args=check.settings.command_args),
+            + update_command(scope.command_nodeid, args=scope.settings.command_args),
             path=str(path))
     from pytest_trt.engines.benchmark import BenchmarkResult
 
@@ -118,7 +118,7 @@ def _load(check: GoldenCheck, name: str) -> dict[str, Any]:
     return dict(doc)
 
 
-def verify(check: GoldenCheck, engine: Any, opts: TimingOptions) -> list[DriftVerdict]:
+def verify(scope: GoldenScope, engine: Any, opts: TimingOptions) -> list[DriftVerdict]:
     """Measure and compare with the timing snapshot; raise GoldenRegression on a drift that repeats."""
     __tracebackhide__ = True
     from pytest_trt.compare.timing import timing_drift
@@ -126,18 +126,18 @@ def verify(check: GoldenCheck, engine: Any, opts: TimingOptions) -> list[DriftVe
     from pytest_trt.errors import GoldenRegression
 
     name = engine.config.name
-    doc = _load(check, name)
+    doc = _load(scope, name)
     differs = _provenance_differences(doc, engine)
-    policy = check.settings.provenance
+    policy = scope.settings.provenance
     fatal = [text for field, text in differs if policy.fatal(field)]
     if fatal:
         raise GoldenTainted(
             f"timing snapshot of {name!r} is tainted: {'; '.join(fatal)}, and the golden provenance policy "
             f"({policy.mode}, fail_on={list(policy.fail_on)}) fails on it. Record new timings with an approved update "
             f"on this machine, or compare anyway with --trt-golden-provenance compare",
-            path=str(timing_path(check.settings.golden_dir, name)))
+            path=str(timing_path(scope.settings.golden_dir, name)))
     golden = BenchmarkResult.from_json(doc["benchmark"])
-    feeds = _inputs(check, engine)
+    feeds = _inputs(scope, engine)
     verdicts = timing_drift(golden, _measure(engine, feeds, opts), latency_drift=opts.latency_drift,
                             throughput_drift=opts.throughput_drift)
     if any(v.failed for v in verdicts):  # repeated measurement: a breach must show twice
@@ -145,14 +145,14 @@ def verify(check: GoldenCheck, engine: Any, opts: TimingOptions) -> list[DriftVe
                                 throughput_drift=opts.throughput_drift)
     if any(v.failed for v in verdicts):
         lines = [f"{engine.label}: speed regressed against the timing snapshot "
-                 f"{timing_path(check.settings.golden_dir, name)} (measured twice):"]
+                 f"{timing_path(scope.settings.golden_dir, name)} (measured twice):"]
         lines += [f"  {v.line()}" for v in verdicts]
         lines.append("If the slowdown is expected, record new timings with an approved update; otherwise find what "
                      "changed in the engine (build record diff, tactics, precision).")
         lines += [f"  provenance differs: {text}" for _, text in differs]
         raise GoldenRegression("\n".join(lines))
     if differs:
-        check.note(f"timing snapshot of {name!r}: provenance differs ({'; '.join(t for _, t in differs)}); "
+        scope.note(f"timing snapshot of {name!r}: provenance differs ({'; '.join(t for _, t in differs)}); "
                    "within the drift limits; approve a refresh to record timings on this machine")
     return verdicts
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import h5py
 import numpy as np
@@ -20,10 +20,7 @@ from pytest_trt.errors import GoldenError, GoldenMissing
 from pytest_trt.golden import atomic, provenance, running, store, structure
 from pytest_trt.golden.approvals import Approval, append_jsonl, approver
 from pytest_trt.golden.dataset import GoldenDataset, dataset_digest
-from pytest_trt.golden.results import UpdateResult
-
-if TYPE_CHECKING:
-    from pytest_trt.golden.workflow import GoldenCheck
+from pytest_trt.golden.results import GoldenScope, UpdateResult
 
 
 class _Sink:
@@ -49,16 +46,16 @@ class _Sink:
             ds[start : start + arr.shape[0]] = arr
 
 
-def _ensure_dataset(f: h5py.File, dataset: GoldenDataset | None, check: GoldenCheck, name: str) -> bool:
+def _ensure_dataset(f: h5py.File, dataset: GoldenDataset | None, scope: GoldenScope, name: str) -> bool:
     """Write ``dataset`` when the file lacks one or holds another; return whether it changed."""
     if "dataset" not in f:
         if dataset is None:
             raise GoldenMissing(
-                f"no golden dataset for {name!r} in {check.path_for(name)}: pass one to check(), e.g. "
+                f"no golden dataset for {name!r} in {scope.path_for(name)}: pass one to check(), e.g. "
                 "dataset=GoldenDataset.from_directory(\"golden_data\") or GoldenDataset.from_arrays(...) "
                 "(`from pytest_trt import GoldenDataset`), or write one into the file with "
                 "pytest_trt.golden.updating.create_golden(path, dataset)",
-                path=str(check.path_for(name)),
+                path=str(scope.path_for(name)),
             )
         store.write_dataset(f, dataset)
         return True
@@ -68,19 +65,19 @@ def _ensure_dataset(f: h5py.File, dataset: GoldenDataset | None, check: GoldenCh
     return False
 
 
-def update(check: GoldenCheck, config: Any, engine: Any, outputs: Mapping[str, np.ndarray] | None, *,
+def update(scope: GoldenScope, config: Any, engine: Any, outputs: Mapping[str, np.ndarray] | None, *,
            dataset: GoldenDataset | None, batch_size: int | None,
            classifier: Callable[[str], bool | None] = lambda name: None) -> UpdateResult:
     """Write the approved snapshot of ``config``; return what changed against the previous one."""
     __tracebackhide__ = True
-    settings = check.settings
+    settings = scope.settings
     if not settings.approve:
         raise GoldenError("updating a golden needs a reason: add --trt-approve \"REASON\"")
     name = config.name
-    path = check.path_for(name)
+    path = scope.path_for(name)
     label = f"golden {path.name} [{name}]"
     with atomic.update(path) as f, store.guard(path):
-        dataset_changed = _ensure_dataset(f, dataset, check, name)
+        dataset_changed = _ensure_dataset(f, dataset, scope, name)
         ds_group = f["dataset"]
         samples, digest = int(ds_group.attrs["samples"]), str(ds_group.attrs["sha256"])
         labels = ds_group["labels"][()] if "labels" in ds_group else None
@@ -110,7 +107,7 @@ def update(check: GoldenCheck, config: Any, engine: Any, outputs: Mapping[str, n
             file=path.name, config=name, generation=generation,
             old_provenance=old_prov.to_dict() if old_prov else None, new_provenance=new_prov.to_dict(),
             deltas={n: m.to_dict() for n, m in deltas.items()},
-            structure=None if diff is None else diff.to_dict(), test=check.nodeid,
+            structure=None if diff is None else diff.to_dict(), test=scope.nodeid,
             report=settings.approve_report,
         )
         store.finish_snapshot(group, generation=generation, provenance=new_prov, baselines=baselines,

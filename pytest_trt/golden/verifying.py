@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -18,14 +18,11 @@ from pytest_trt.compare.verdict import ProvenanceChange
 from pytest_trt.errors import GoldenError, GoldenMissing
 from pytest_trt.golden import provenance, running, structure
 from pytest_trt.golden.dataset import GoldenDataset
-from pytest_trt.golden.results import CheckResult, raise_failure, warn_structure
+from pytest_trt.golden.results import CheckResult, GoldenScope, raise_failure, warn_structure
 from pytest_trt.golden.store import GoldenFile, guard
 from pytest_trt.options import INI_PROVENANCE as PROVENANCE_INI
 from pytest_trt.options import INI_PROVENANCE_FAIL_ON as PROVENANCE_FAIL_ON_INI
 from pytest_trt.options import PROVENANCE as PROVENANCE_OPTION
-
-if TYPE_CHECKING:
-    from pytest_trt.golden.workflow import GoldenCheck
 
 
 def current_provenance(engine: Any, config: Any, dataset_sha256: str) -> provenance.Provenance:
@@ -67,7 +64,7 @@ def provenance_note(golden: str, changes: tuple[ProvenanceChange, ...], command:
 
 
 def verify(
-    check: GoldenCheck,
+    scope: GoldenScope,
     config: Any,
     engine: Any,
     outputs: Mapping[str, np.ndarray] | None,
@@ -81,24 +78,24 @@ def verify(
     """Compare ``engine`` (or ``outputs``) with the golden of ``config``; raise on any failure."""
     __tracebackhide__ = True
     name = config.name
-    path: Path = check.path_for(name)
+    path: Path = scope.path_for(name)
     if not path.exists():
-        raise GoldenMissing(check.missing_message(name, path, f"{path} does not exist", needs_dataset=dataset is None),
+        raise GoldenMissing(scope.missing_message(name, path, f"{path} does not exist", needs_dataset=dataset is None),
                             path=str(path))
     with GoldenFile(path) as g, guard(path):
         if not g.has_dataset:
-            raise GoldenMissing(check.missing_message(name, path, f"{path} holds no golden dataset",
+            raise GoldenMissing(scope.missing_message(name, path, f"{path} holds no golden dataset",
                                                       needs_dataset=dataset is None), path=str(path))
         if name not in g:
             held = ", ".join(sorted(g)) or "none"
-            raise GoldenMissing(check.missing_message(name, path, f"{path} has no snapshot for it (snapshots: {held})"),
+            raise GoldenMissing(scope.missing_message(name, path, f"{path} has no snapshot for it (snapshots: {held})"),
                                 path=str(path))
         snap = g[name]
         problems: list[str] = []
         if dataset is not None and dataset.digest() != g.dataset_sha256:
             problems.append("the dataset passed to check() differs from the golden file's dataset")
         now = current_provenance(engine, config, g.dataset_sha256)
-        changes = provenance_changes(snap.provenance, now, check.settings.provenance)
+        changes = provenance_changes(snap.provenance, now, scope.settings.provenance)
         label = f"golden {path.name} [{name}]"
         labels, tags = g.labels(), g.tags()
         max_label = None if labels is None or not labels.size else int(labels.max())
@@ -121,7 +118,7 @@ def verify(
     outputs_summary = {**summarize_outputs(accumulators, metrics, limits, labels), "golden_file": str(path)}
     if not verdict.passed or any(c.fatal for c in changes):
         try:
-            raise_failure(check, golden=golden_label, verdict=verdict, metrics=metrics,
+            raise_failure(scope, golden=golden_label, verdict=verdict, metrics=metrics,
                              provenance_lines=provenance_lines(changes))
         except GoldenError as exc:
             exc.context["outputs_summary"] = outputs_summary
@@ -131,7 +128,7 @@ def verify(
         warn_structure(structure_text, golden_label)
     note = None
     if changes:
-        command = update_command(check.command_nodeid, reason="REASON", args=check.settings.command_args)
+        command = update_command(scope.command_nodeid, reason="REASON", args=scope.settings.command_args)
         note = provenance_note(f"{path.name} [{name}] generation {generation}", changes, command)
     return CheckResult(name, path, generation, metrics, structure_text, verdict, note, outputs_summary)
 

@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from pytest_trt.compare.render import update_command
 from pytest_trt.errors import EngineNotRunnable, GoldenError, GoldenRegression, GoldenStructureWarning
 from pytest_trt.golden import structure
 from pytest_trt.golden.dataset import GoldenDataset
@@ -26,12 +25,13 @@ from pytest_trt.golden.results import (
     CheckResult,
     Classifier,
     EngineLike,
+    GoldenScope,
     GoldenSettings,
     UpdateResult,
 )
 
-__all__ = ["CheckResult", "Classifier", "EngineLike", "GoldenCheck", "GoldenRegression", "GoldenSettings",
-           "GoldenStructureWarning", "UpdateResult"]
+__all__ = ["CheckResult", "Classifier", "EngineLike", "GoldenCheck", "GoldenRegression", "GoldenScope",
+           "GoldenSettings", "GoldenStructureWarning", "UpdateResult"]
 
 _VERDICTS = {"GoldenMissing": "missing", "GoldenTainted": "tainted", "GoldenCorrupt": "corrupt"}
 
@@ -51,24 +51,29 @@ class GoldenCheck:
         on_verdict: Callable[[dict[str, Any]], None] | None = None,
         on_note: Callable[[str], None] | None = None,
     ) -> None:
-        self._on_note = on_note
-        self.settings = settings
+        #: what the modes are given: settings, the test's ids, where notes go
+        self.scope = GoldenScope(settings, nodeid, command_nodeid or nodeid, on_note)
         self._on_verdict = on_verdict
         self._engine_provider = engine_provider
         self._config_provider = config_provider
-        self.nodeid = nodeid
-        #: the test id as typed where pytest was invoked (suggested commands); ``nodeid`` stays rootdir-relative
-        self.command_nodeid = command_nodeid or nodeid
         self._on_update = on_update
+
+    @property
+    def settings(self) -> GoldenSettings:
+        return self.scope.settings
+
+    @property
+    def nodeid(self) -> str | None:
+        return self.scope.nodeid
+
+    @property
+    def command_nodeid(self) -> str | None:
+        """The test id as typed where pytest was invoked (suggested commands); ``nodeid`` stays rootdir-relative."""
+        return self.scope.command_nodeid
 
     def path_for(self, config_name: str) -> Path:
         """``<golden_dir>/<config name>.h5``."""
-        folder = self.settings.golden_dir
-        if folder.exists() and not folder.is_dir():
-            from pytest_trt.golden.store import folder_error
-
-            raise folder_error(folder)
-        return folder / f"{config_name}.h5"
+        return self.scope.path_for(config_name)
 
     def check(
         self,
@@ -115,16 +120,16 @@ class GoldenCheck:
             result: CheckResult | UpdateResult
             ensure_runnable(engine)
             if self.settings.update:
-                updated = updating.update(self, config, engine, outputs, dataset=dataset, batch_size=batch_size,
+                updated = updating.update(self.scope, config, engine, outputs, dataset=dataset, batch_size=batch_size,
                                           classifier=declared)
                 if self._on_update is not None:
                     self._on_update(updated)
                 result = updated
             else:
-                result = verifying.verify(self, config, engine, outputs, structure=structure, dataset=dataset,
+                result = verifying.verify(self.scope, config, engine, outputs, structure=structure, dataset=dataset,
                                           limits=limits, batch_size=batch_size, classifier=declared)
             if timing_opts is not None:
-                (timing.store if self.settings.update else timing.verify)(self, engine, timing_opts)
+                (timing.store if self.settings.update else timing.verify)(self.scope, engine, timing_opts)
         except EngineNotRunnable as exc:
             self._verdict(config_hash, "skipped", exc.message)
             skip_message = not_runnable_skip(exc, getattr(engine, "backend_name", ""))
@@ -152,8 +157,7 @@ class GoldenCheck:
 
     def note(self, text: str) -> None:
         """A provenance note for the terminal summary (a passing check whose evidence differs)."""
-        if self._on_note is not None:
-            self._on_note(text)
+        self.scope.note(text)
 
     def _verdict(self, config_hash: str, verdict: str, message: str | None, **extra: Any) -> None:
         """Tell the audit layer (bundle golden.json, report section) how the check ended."""
@@ -161,7 +165,6 @@ class GoldenCheck:
             self._on_verdict({"config_hash": config_hash, "verdict": verdict, "message": message,
                               "test": self.nodeid, **extra})
 
-    # -- helpers shared by verifying and updating --------------------------
     def _resolve(self, given: Any) -> tuple[Any | None, Mapping[str, np.ndarray] | None]:
         if given is None:
             if self._engine_provider is None:
@@ -177,20 +180,6 @@ class GoldenCheck:
         if self._config_provider is None:
             raise GoldenError("check(outputs) needs the test's config: mark the test with @pytest.mark.trt(config)")
         return self._config_provider()
-
-    def missing_message(self, name: str, path: Path, what: str, *, needs_dataset: bool = False) -> str:
-        """The missing-golden failure; with ``needs_dataset`` it names the golden dataset first."""
-        command = update_command(self.command_nodeid, args=self.settings.command_args)
-        if needs_dataset:
-            return (f"no golden for {name!r}: {what}, and check() was given no golden dataset to create it from. "
-                    "Pass one, e.g. trt_golden.check(trt_engine, "
-                    "dataset=GoldenDataset.from_directory(\"golden_data\")) "
-                    "(a folder of <input>.npy files and an optional labels.npy) or "
-                    "dataset=GoldenDataset.from_arrays({\"<input>\": array}, labels=...), with "
-                    f"`from pytest_trt import GoldenDataset`; then, after checking the engine, create the golden with:"
-                    f"\n  {command}")
-        return (f"no golden for {name!r}: {what}. Goldens are never created silently; after checking the "
-                f"engine, create it with:\n  {command}")
 
 
 def structure_modes() -> tuple[str, ...]:

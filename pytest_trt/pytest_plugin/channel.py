@@ -11,12 +11,14 @@ KEY = "pytest_trt"
 
 @dataclass
 class WorkerOutput:
-    """Engine table rows, cache write errors, bundles written and bundle failures of one process."""
+    """Engine rows, cache write errors, bundles written, bundle failures and golden summary lines of one process."""
 
     engines: list[dict[str, Any]] = field(default_factory=list)
     cache_errors: list[str] = field(default_factory=list)
     bundles: list[dict[str, Any]] = field(default_factory=list)
     bundle_failures: list[str] = field(default_factory=list)
+    golden_refreshed: list[tuple[str, str]] = field(default_factory=list)  # (test id, what the refresh changed)
+    golden_notes: list[tuple[str, str]] = field(default_factory=list)  # (test id, provenance note)
 
     def send(self, workeroutput: dict[str, Any]) -> None:
         workeroutput[KEY] = asdict(self)

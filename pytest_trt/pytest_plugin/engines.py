@@ -44,37 +44,33 @@ def make_provider(config: pytest.Config, options: opt.Options) -> EngineProvider
 
 
 def engine_for(provider: EngineProvider, record: ItemRecord, config: BuildConfig) -> Engine:
-    """The engine of ``config`` for one test: a skip when it is not built (or no backend), a plain failure
-    for a user error (the build failure is kept in ``record``), else the engine, listed in ``record``."""
+    """The engine of ``config`` for one test, listed in ``record``; a TrtError is the test's outcome
+    (:func:`~pytest_trt.pytest_plugin.outcomes.raise_outcome`), and a build failure is kept in ``record``."""
     from pytest_trt.errors import EngineNotBuilt
+    from pytest_trt.pytest_plugin.outcomes import raise_outcome
 
     if provider.backend_name == "none":
         pytest.skip(provider.why)
     try:
         engine = provider.get(config)
-    except EngineNotBuilt as exc:
-        skip: str | None = exc.message
-        failure: str | None = None
     except TrtError as exc:
-        skip, failure = None, str(exc)
-        record.build_failure = exc  # a "could not build" note for the upgrade report
+        error = exc
+        if not isinstance(exc, EngineNotBuilt):
+            record.build_failure = exc  # a "could not build" note for the upgrade report
     else:
-        skip = failure = None
-    # outside the except blocks, so the report shows the message, not a chained traceback
-    if skip is not None:
-        pytest.skip(skip)
-    if failure is not None:
-        pytest.fail(failure, pytrace=False)
-    record.use(engine)
-    return engine
+        record.use(engine)
+        return engine
+    raise_outcome(error)
 
 
 def backend_of(provider: EngineProvider) -> Any:
     """The session's backend object, or a skip saying why there is none."""
+    from pytest_trt.pytest_plugin.outcomes import raise_outcome
+
     if provider.backend_name == "none":
         pytest.skip(provider.why)
     try:
         return provider.backend
     except TrtError as exc:
-        message = exc.message
-    pytest.skip(message)
+        error = exc
+    raise_outcome(error, optional=True)

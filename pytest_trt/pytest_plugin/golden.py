@@ -35,6 +35,7 @@ class GoldenState:
     policy_args: tuple[str, tuple[str, ...]]  # (mode, fields that fail anyway), checked at configure
     command_args: tuple[str, ...] = ()
     approve_report: dict[str, Any] | None = None
+    #: this process's refreshes and notes, (test id, text); an xdist worker sends them in its WorkerOutput
     refreshed: list[tuple[str, str]] = field(default_factory=list)
     notes: list[tuple[str, str]] = field(default_factory=list)
     _settings: GoldenSettings | None = None
@@ -64,7 +65,12 @@ class GoldenState:
             try:
                 defaults[name] = parse_ini_value(name, str(config.getini(f"{opt.THRESHOLD_INI_PREFIX}{name}")))
             except GoldenError as exc:
-                raise pytest.UsageError(exc.message) from None
+                error = exc
+            else:
+                continue
+            from pytest_trt.pytest_plugin.outcomes import raise_outcome
+
+            raise_outcome(error, configure=True)
         given = frozenset(n for n, v in defaults.items()
                           if v is not None and v != getattr(builtin, n) and n != "allow_nonfinite")
         golden_dir = opt.path(config, opt.GOLDEN_DIR_OPT)
@@ -91,11 +97,6 @@ class GoldenState:
         from pytest_trt.pytest_plugin.invocation import pasteable_nodeid
 
         node = request.node
-
-        def on_update(result: Any) -> None:
-            # user_properties travel from xdist workers to the controller with the report
-            node.user_properties.append((opt.REFRESHED_PROPERTY, "\n".join(result.summary_lines())))
-
         return GoldenCheck(
             self.settings(),
             engine_provider=lambda: request.getfixturevalue(opt.ENGINE_FIXTURE),
@@ -104,39 +105,30 @@ class GoldenState:
             command_nodeid=pasteable_nodeid(
                 node.nodeid, rootpath=request.config.rootpath, invocation_dir=request.config.invocation_params.dir
             ),
-            on_update=on_update,
+            on_update=lambda result: self.refreshed.append((node.nodeid, "\n".join(result.summary_lines()))),
             on_verdict=record.add_verdict,
-            on_note=lambda note: node.user_properties.append((opt.NOTE_PROPERTY, note)),
+            on_note=lambda note: self.notes.append((node.nodeid, note)),
         )
-
-    def collect(self, report: pytest.TestReport) -> None:
-        """Refreshed-golden lines and provenance notes of a report (also an xdist worker's)."""
-        if report.when != "call":
-            return
-        for key, text in report.user_properties:
-            if key == opt.REFRESHED_PROPERTY:
-                self.refreshed.append((report.nodeid, str(text)))
-            elif key == opt.NOTE_PROPERTY:
-                self.notes.append((report.nodeid, str(text)))
 
     @property
     def has_summary(self) -> bool:
         return self.update or bool(self.notes)
 
-    def summary(self) -> list[tuple[str, list[str]]]:
-        """(section title, lines) for the terminal summary."""
+    def summary(self, refreshed: list[tuple[str, str]], notes: list[tuple[str, str]]) -> list[tuple[str, list[str]]]:
+        """(section title, lines) for the terminal summary of ``refreshed`` and ``notes`` (this process's and its
+        workers')."""
         if self.update:
-            if not self.refreshed:
+            if not refreshed:
                 return [("trt goldens refreshed", [f"no golden was refreshed (approval: {self.approve!r})"])]
             lines = [f"approval: {self.approve!r}; what each refresh changed (new vs previous generation):"]
-            for nodeid, text in self.refreshed:
+            for nodeid, text in refreshed:
                 lines += [nodeid, *(f"  {line}" for line in text.splitlines())]
             lines.append(f"approvals recorded in {self.golden_dir / 'APPROVALS.jsonl'}")
             return [("trt goldens refreshed", lines)]
-        if not self.notes:
+        if not notes:
             return []
         lines = []
-        for nodeid, text in self.notes:
+        for nodeid, text in notes:
             lines += [nodeid, *(f"  {line}" for line in text.splitlines())]
         return [("trt golden provenance", lines)]
 

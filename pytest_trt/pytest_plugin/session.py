@@ -30,9 +30,8 @@ if TYPE_CHECKING:
     from pytest_trt.pytest_plugin.devices import Pinning
     from pytest_trt.pytest_plugin.golden import GoldenState
     from pytest_trt.pytest_plugin.record import ItemRecord
+    from pytest_trt.pytest_plugin.summary import SummaryData
 
-#: the report properties the golden state collects (pytest_plugin.golden.GoldenState.collect)
-_GOLDEN_PROPERTIES = frozenset((opt.REFRESHED_PROPERTY, opt.NOTE_PROPERTY))
 #: the plugin name TrtSession registers under
 PLUGIN_NAME = "trt-session"
 SESSION = pytest.StashKey["TrtSession"]()
@@ -213,7 +212,6 @@ class TrtSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
         from pytest_trt.engines.current import begin_test, end_test
-        from pytest_trt.errors import EngineNotRunnable
 
         record = item.stash.get(RECORD, None)
         if record is None and any(name.startswith("trt_") for name in getattr(item, "fixturenames", ())):
@@ -221,22 +219,13 @@ class TrtSession:
         token = begin_test(record.engines if record is not None else [])
         try:
             return (yield)
-        except EngineNotRunnable as exc:
-            # The engine was built but this machine cannot execute it (no GPU, unsupported
-            # compute capability): the test cannot run here, which is a skip, not a failure.
-            # Nothing substitutes another backend's outputs.
-            skip, failure = exc.message, None
         except TrtError as exc:
-            # A user-fixable problem (missing golden, bad inputs, ...): its message says what
-            # to do; the plugin's internal frames would only hide it.
-            skip, failure = None, str(exc)
+            error = exc
         finally:
             end_test(token)
-        if failure is not None:
-            pytest.fail(failure, pytrace=False)
-        from pytest_trt.engines.skipping import not_runnable_message
+        from pytest_trt.pytest_plugin.outcomes import raise_outcome
 
-        pytest.skip(not_runnable_message(skip or "engine not runnable here", ""))
+        raise_outcome(error)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
@@ -264,11 +253,6 @@ class TrtSession:
             html_extras(self.config, report, audits)
         return report
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        # only a golden refresh or note concerns the golden state: the audit's bundle properties do not
-        if report.when == "call" and any(key in _GOLDEN_PROPERTIES for key, _ in report.user_properties):
-            self.golden.collect(report)
-
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         provider = self._provider  # never made here: a run without trt tests has none
         if provider is not None:
@@ -285,7 +269,7 @@ class TrtSession:
             self._archive()
 
     def own_output(self) -> WorkerOutput:
-        """What this process made: engine rows, cache write errors, bundles, bundle failures."""
+        """What this process made: engine rows, cache write errors, bundles, bundle failures, golden lines."""
         from pytest_trt.pytest_plugin.channel import WorkerOutput
 
         out = WorkerOutput()
@@ -299,7 +283,23 @@ class TrtSession:
 
             out.bundles = bundle_rows(self._recorder)
             out.bundle_failures = list(self._recorder.failures)
+        if self._golden is not None:
+            out.golden_refreshed = list(self._golden.refreshed)
+            out.golden_notes = list(self._golden.notes)
         return out
+
+    def summary_data(self) -> SummaryData:
+        """What the terminal summary prints: this process's output and its workers', the archive, golden sections."""
+        from pytest_trt.pytest_plugin.summary import SummaryData
+
+        out = self.own_output()
+        for worker in self.workers:
+            out.merge(worker)
+        golden = self._golden
+        if golden is None and (out.golden_refreshed or out.golden_notes):  # an xdist controller: the workers checked
+            golden = self.golden
+        sections = golden.summary(out.golden_refreshed, out.golden_notes) if golden is not None else []
+        return SummaryData(out, self.archived, sections)
 
     def _archive(self) -> None:
         assert self.archive is not None
@@ -322,7 +322,7 @@ class TrtSession:
             return  # nothing to say (a run without trt tests): import nothing
         from pytest_trt.pytest_plugin.summary import write_summary
 
-        write_summary(terminalreporter, self)
+        write_summary(terminalreporter, self.summary_data())
 
 
 def _golden_options_set(config: pytest.Config) -> bool:

@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pytest_trt.pytest_plugin.session import TrtSession
+    from pytest_trt.catalog.archiving import ArchiveOutcome
+    from pytest_trt.pytest_plugin.channel import WorkerOutput
 
 ENGINES = "pytest-trt engines"
 BUNDLES = "pytest-trt audit bundles"
 
 
-def write_summary(terminalreporter: Any, session: TrtSession) -> None:
-    """Write every pytest-trt section this process (and, on the xdist controller, its workers) has."""
+@dataclass(frozen=True)
+class SummaryData:
+    """What the summary prints: this process's output merged with its xdist workers', the archive, golden sections."""
+
+    output: WorkerOutput
+    archived: ArchiveOutcome | None = None
+    golden: list[tuple[str, list[str]]] = field(default_factory=list)  # (section title, lines)
+
+
+def write_summary(terminalreporter: Any, data: SummaryData) -> None:
+    """Write every pytest-trt section ``data`` has."""
     write = terminalreporter.write_line
-    own = session.own_output()
-    for worker in session.workers:
-        own.merge(worker)
+    own = data.output
     if own.engines:
         from pytest_trt.pytest_plugin.report import engine_table
 
@@ -31,16 +40,15 @@ def write_summary(terminalreporter: Any, session: TrtSession) -> None:
         terminalreporter.section(BUNDLES)
         for line in bundle_summary(own.bundles, own.bundle_failures):
             write(line, **({"yellow": True} if line.startswith("WARNING ") else {}))
-    if session.archived is not None:
+    if data.archived is not None:
         from pytest_trt.pytest_plugin.archive import SECTION
 
         terminalreporter.section(SECTION)
-        for line in session.archived.lines:
+        for line in data.archived.lines:
             write(line)
-        for line in session.archived.warnings:
+        for line in data.archived.warnings:
             write(f"WARNING {line}", yellow=True)
-    golden = session.golden_state  # None: no golden option, check or note in this run (nothing to say)
-    for title, lines in golden.summary() if golden is not None else ():
+    for title, lines in data.golden:
         terminalreporter.section(title)
         for line in lines:
             write(line)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_trt.artifact import backend_version_of
 from pytest_trt.audit.failures import FAILED_SUFFIX
 from pytest_trt.errors import PairingError
 
@@ -16,23 +17,8 @@ if TYPE_CHECKING:
 
 
 def backend_of(build: Mapping[str, Any]) -> tuple[str, str]:
-    """The typed backend name and version of a bundle's ``build.json`` ``build`` object.
-
-    Newer results carry typed ``backend`` / ``backend_version`` fields; older ones
-    keep the version in ``versions`` (under the module name, the distribution
-    name, or ``backend``), and in the foundation's results ``versions["backend"]``
-    holds the backend's *name*, so only a value that starts with a digit is a version.
-    """
-    name = str(build.get("backend") or "unknown")
-    typed = build.get("backend_version")
-    if isinstance(typed, str) and typed[:1].isdigit():
-        return name, typed
-    versions = build.get("versions") or {}
-    for key in (name.replace("-", "_"), name, "backend_version", "backend"):
-        value = str(versions.get(key) or "")
-        if value[:1].isdigit():
-            return name, value
-    return name, "unknown"
+    """The backend name and version of a bundle's ``build.json`` ``build`` object, of any release."""
+    return str(build.get("backend") or "unknown"), backend_version_of(build) or "unknown"
 
 
 @dataclass(frozen=True)

@@ -221,9 +221,10 @@ def test_approver_and_reason_come_from_the_golden_folders_approvals_log(tmp_path
     ({"backend": "tensorrt", "backend_version": "10.3.0.26", "versions": {"tensorrt": "8.6.1.6"}}, "10.3.0.26"),
     ({"backend": "tensorrt-rtx", "versions": {"backend": "tensorrt-rtx", "tensorrt_rtx": "1.7.1.116"}}, "1.7.1.116"),
     ({"backend": "onnxruntime", "versions": {"backend": "onnxruntime", "onnxruntime": "1.23.2"}}, "1.23.2"),
-    ({"backend": "tensorrt", "versions": {"backend": "tensorrt"}}, None),
+    ({"backend": "onnxruntime", "versions": {"backend_version": "1.20.1"}}, "1.20.1"),
+    ({"backend": "tensorrt", "versions": {"backend": "tensorrt"}}, ""),
 ])
 def test_backend_version_typed_field_first_then_the_versions_table(build, expected):
-    from pytest_trt.catalog.fields import backend_version_of
+    from pytest_trt.artifact import backend_version_of
 
     assert backend_version_of(build) == expected

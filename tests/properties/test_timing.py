@@ -146,4 +146,4 @@ def test_golden_timing_snapshot_lifecycle(tmp_path, mnv2_engine, models):
                                   ort=OrtOptions(graph_optimization_level="extended")))
     opts = timing.TimingOptions(0.10, 0.15, rounds=5, iterations=8)
     with pytest.raises(AssertionError, match=r"(?s)speed regressed .* \(measured twice\):\n  \[REGRESSION\] latency"):
-        timing.verify(check(False), slow, opts)
+        timing.verify(check(False).scope, slow, opts)
