@@ -5,14 +5,13 @@ facts (the last layer listing, fusion events, warnings), not by the log size.
 
 Loops share one per-line reader: :meth:`LogParser.feed_all` takes any iterable of lines
 (the straightforward path, used by ``parse_lines``); :meth:`LogParser.feed_file` (text) and
-:meth:`LogParser.feed_binary` (UTF-8 bytes, used by ``BuildRecord.from_log`` / ``read_log``)
+:meth:`LogParser.feed_binary` (UTF-8 bytes, used by ``read_log``)
 read 1 MiB chunks and let ``dialects.SCAN_RE`` / ``SCAN_BYTES_RE`` skip, inside the regex
 engine, the VERBOSE/INFO lines whose message cannot matter (tactic timings are >90% of a
 VERBOSE log); the bytes path decodes only the lines it keeps.  Several times faster, same
 record (tests/buildlog/test_buildlog_parser.py compares the paths on the corpus and fuzzed text).
 
-The parser builds the record's parts (:mod:`.parts`) and takes the record type from its caller
-(:meth:`LogParser.finish`), so that the record module may use it without an import cycle.
+The record module knows none of its readers: they import it (:mod:`.readers` is the public entry).
 
 A line is *understood* when it carries a known prefix (``dialects.DIALECTS``;
 its message is evidence even when no fact is taken from it, e.g. tactic
@@ -25,17 +24,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AnyStr, BinaryIO, TextIO
+from typing import Any, AnyStr, BinaryIO, TextIO
+
+import pytest_trt.buildlog.dialects as d
 
 from ..errors import LogParseError
-from . import dialects as d
 from .listings import ELI_RE, assign_subgraphs, make_layer, metadata_origins, parse_detailed_line, parse_eli_line
 from .names import OnnxIndex, origins_from_name
 from .parts import FusionEvent, Layer, Memory, Message, Subgraph
+from .record import BuildRecord
 from .sniff import log_encoding
-
-if TYPE_CHECKING:
-    from .record import BuildRecord
 
 _INTEREST = d.INTEREST_RE
 _PREFIX = d.PREFIX_RE.match
@@ -59,7 +57,7 @@ def _universal_newlines(f: BinaryIO, chunk_bytes: int) -> Iterator[bytes]:
 
 class LogParser:
     """Feed lines with :meth:`feed_all`, :meth:`feed_file` or :meth:`feed_path`, then take the record with
-    :meth:`finish` (``BuildRecord.from_log`` and :mod:`.readers` do both)."""
+    :meth:`finish` (:mod:`.readers` does both)."""
 
     def __init__(self, *, onnx: Any = None, source: str = "tensorrt-log") -> None:
         self.onnx = OnnxIndex.load(onnx) if onnx is not None else None
@@ -412,12 +410,11 @@ class LogParser:
         layers = tuple(assign_subgraphs([b[0] for b in built], self.subgraphs))
         return layers, all(b[1] for b in built)
 
-    def finish(self, record_type: type[BuildRecord]) -> BuildRecord:
-        """The record of everything fed so far.  ``record_type`` is ``BuildRecord``, passed in because the
-        record module imports this one (for ``BuildRecord.from_log``), never the other way round."""
+    def finish(self) -> BuildRecord:
+        """The record of everything fed so far."""
         layers, exact = self._layers()
         version = self.version[1] if self.version else None
-        return record_type(
+        return BuildRecord(
             source=self.source,
             layers=layers,
             subgraphs=tuple(Subgraph(n, o) for n, o in self.subgraphs.items()),
