@@ -29,18 +29,9 @@ from pytest_trt.errors import (
 if TYPE_CHECKING:
     from pytest_trt.artifact import BuildResult, LogEntry
     from pytest_trt.config import BuildConfig, Calibration, OrtOptions, Profile
-    from pytest_trt.engines.assertions import (
-        assert_calibration,
-        assert_calibration_coverage,
-        assert_dynamic_range,
-        assert_fused,
-        assert_int8,
-        assert_layer_count,
-        assert_no_fusion,
-        assert_no_warning,
-        assert_precision,
-        assert_warning,
-    )
+
+    # the assertion forms, typed from their definitions (star-imported names count as exported)
+    from pytest_trt.engines.assertions import *  # noqa: F403
     from pytest_trt.engines.engine import Engine
     from pytest_trt.golden.dataset import GoldenDataset
 
@@ -53,10 +44,9 @@ _LAZY = {
     **dict.fromkeys(("BuildConfig", "Calibration", "OrtOptions", "Profile"), "pytest_trt.config"),
     "Engine": "pytest_trt.engines.engine",
     **dict.fromkeys(("BuildResult", "LogEntry"), "pytest_trt.artifact"),
-    **dict.fromkeys(("assert_calibration", "assert_calibration_coverage", "assert_dynamic_range", "assert_fused",
-                     "assert_int8", "assert_layer_count", "assert_no_fusion", "assert_no_warning",
-                     "assert_precision", "assert_warning"), "pytest_trt.engines.assertions"),
 }
+#: the module of the ``assert_*`` names, one per registered record assertion
+_ASSERTIONS = "pytest_trt.engines.assertions"
 
 
 def lazy_attribute(package: str, table: Mapping[str, str], name: str) -> Any:
@@ -70,8 +60,24 @@ def lazy_attribute(package: str, table: Mapping[str, str], name: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
+def _assertion_names() -> list[str]:
+    from pytest_trt.buildlog.registry import REGISTRY
+    from pytest_trt.engines import assertions  # noqa: F401  (its import makes the forms of every definition)
+
+    return list(REGISTRY)
+
+
 def __getattr__(name: str) -> Any:
+    if name.startswith("assert_"):
+        return lazy_attribute(__name__, dict.fromkeys(_assertion_names(), _ASSERTIONS), name)
+    if name == "__all__":
+        return [*_PUBLIC, *_assertion_names()]
     return lazy_attribute(__name__, _LAZY, name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY, *_assertion_names()})
+
 
 __all__ = [
     "BackendUnavailable",
@@ -94,14 +100,9 @@ __all__ = [
     "TrtError",
     "UnsupportedOption",
     "__version__",
-    "assert_calibration",
-    "assert_calibration_coverage",
-    "assert_dynamic_range",
-    "assert_fused",
-    "assert_int8",
-    "assert_layer_count",
-    "assert_no_fusion",
-    "assert_no_warning",
-    "assert_precision",
-    "assert_warning",
 ]
+# __all__ is completed on first use with the assertion names, which come from their registry: loading the
+# plugin must not import it (static tools read the list above and the star import)
+_PUBLIC = tuple(__all__)
+if not TYPE_CHECKING:
+    del __all__

@@ -111,7 +111,7 @@ MUTANTS = (
            "            return {}\n            aside = path.with_name(path.name + \".invalid\")",
            ("tests/audit/test_hostile_bundles.py::test_a_bad_file_at_the_bundle_path_is_set_aside_and_reported",),
            "a bad file at a bundle path is overwritten silently (evidence lost, nothing reported)"),
-    # -- buildlog/assertions.py -------------------------------------------------------------------------------------
+    # -- buildlog/assertions.py, buildlog/matching.py ---------------------------------------------------------------
     Mutant("assert-fused-any-group", "pytest_trt/buildlog/assertions.py",
            "            and all(set(g) & set(layer.origins) for g in groups)]",
            "            and any(set(g) & set(layer.origins) for g in groups)]",
@@ -120,10 +120,10 @@ MUTANTS = (
            '    return [layer for layer in record.layers if layer.kind == "compute"\n',
            "    return [layer for layer in record.layers if True\n",
            _ASSERTIONS, "reformat/helper layers count as fusions"),
-    Mutant("assert-glob-as-exact", "pytest_trt/buildlog/assertions.py",
+    Mutant("assert-glob-as-exact", "pytest_trt/buildlog/matching.py",
            '    if any(c in pattern for c in "*?["):', "    if False:",
            _ASSERTIONS, "glob node patterns never match"),
-    Mutant("assert-regex-search", "pytest_trt/buildlog/assertions.py",
+    Mutant("assert-regex-search", "pytest_trt/buildlog/matching.py",
            "        return \"regex\", tuple(n for n in known if rx.fullmatch(n))",
            "        return \"regex\", tuple(n for n in known if rx.search(n))",
            _ASSERTIONS, "'re:conv1' also matches 'conv10' (partial match)"),

@@ -4,73 +4,24 @@ Each function here is the record form (``pytest_trt.buildlog.assert_no_fusion(re
 :mod:`pytest_trt.buildlog.registry` derives the ``Engine`` method and the module-level function
 (``pytest_trt.assert_no_fusion(...)``, the current test's engine) from it.
 
-Node names match exactly, by glob (``block1/*``, any of ``*?[``) or by regex with a ``re:``
-prefix (``re:block\\d/conv_dw``, full match).  A name that matches no ONNX node the record
-knows raises :class:`UnknownNodeError` with the closest names.  Failures show the engine
-layers involved with their full origin lists, types, tactics and dtypes, and say what to do next.
+Node names are matched by :func:`~pytest_trt.buildlog.matching.resolve_nodes` (exact, glob or
+``re:`` regex).  Failures show the engine layers involved with their full origin lists, types,
+tactics and dtypes, and say what to do next.
 """
 
 from __future__ import annotations
 
-import difflib
-import fnmatch
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UnknownNodeError
 from .events import event_groups, uses_events
+from .matching import MAX_LAYERS_SHOWN, describe, layers_with, resolve_nodes
 from .record import BuildRecord, Layer
 from .registry import Subject, record_assertion, subject_label
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
-
-MAX_LAYERS_SHOWN = 8
-
-
-def _match(known: tuple[str, ...], pattern: str) -> tuple[str, tuple[str, ...]]:
-    if pattern.startswith("re:"):
-        try:
-            rx = re.compile(pattern[3:])
-        except re.error as e:
-            raise ValueError(f"bad regex in node pattern {pattern!r}: {e}") from None
-        return "regex", tuple(n for n in known if rx.fullmatch(n))
-    if pattern in known:  # exact first: "(Unnamed Layer* 11) [Shuffle]" would otherwise read as a glob
-        return "exact", (pattern,)
-    if any(c in pattern for c in "*?["):
-        return "glob", tuple(n for n in known if fnmatch.fnmatchcase(n, pattern))
-    return "exact", ()
-
-
-def resolve_nodes(record: BuildRecord, pattern: str, *, label: str = "engine") -> tuple[str, ...]:
-    """The ONNX node names of ``record`` that ``pattern`` matches; UnknownNodeError when none."""
-    __tracebackhide__ = True
-    known = record.all_origins() or _event_nodes(record)
-    how, hits = _match(known, pattern)
-    if hits:
-        return hits
-    if not known:
-        raise AssertionError(
-            f"{label}: the build record lists no ONNX nodes (source {record.source!r}, {len(record.layers)} layers), "
-            f"so {pattern!r} cannot be checked.\nBuild with ProfilingVerbosity.DETAILED (trtexec "
-            "--profilingVerbosity=detailed --verbose) so the log carries the layer listing."
-        )
-    close = difflib.get_close_matches(pattern.removeprefix("re:"), known, n=5, cutoff=0.4)
-    lines = [f"{label}: no ONNX node matches {pattern!r} ({how} match against {len(known)} nodes)."]
-    if uses_events(record):
-        lines.append("This log has no layer listing: only the nodes named in its fusion events are known.")
-    if close:
-        lines.append("Closest names: " + ", ".join(repr(c) for c in close))
-    lines.append("Use the ONNX node name (as in Netron), a glob like 'block1/*', or a regex like 're:block\\d+/relu6'.")
-    raise UnknownNodeError("\n".join(lines), name=pattern, candidates=close)
-
-
-def _event_nodes(record: BuildRecord) -> tuple[str, ...]:
-    """Every node a fusion event names, for logs without a layer listing (TensorRT 7)."""
-    if not uses_events(record):
-        return ()
-    return tuple(dict.fromkeys(n for g in event_groups(record) for n in g))
 
 
 def _groups_holding_all(record: BuildRecord, groups: Sequence[tuple[str, ...]]) -> list[tuple[str, ...]]:
@@ -80,29 +31,6 @@ def _groups_holding_all(record: BuildRecord, groups: Sequence[tuple[str, ...]]) 
 def _describe_groups(record: BuildRecord, found: Sequence[tuple[str, ...]]) -> str:
     text = "\n".join(f"  fused by the log's fusion events: {' + '.join(g)}" for g in found[:MAX_LAYERS_SHOWN])
     return (text or "  (none)") + f"\n  (the log has no layer listing; {len(record.fusion_events)} fusion events read)"
-
-
-def describe_layer(layer: Layer) -> str:
-    """One layer as shown in failure messages."""
-    dtypes = ",".join(t.dtype or "?" for t in layer.outputs) or "?"
-    text = (f"  [{layer.kind}] {layer.name}\n      type={layer.type} tactic={layer.tactic or '-'} "
-            f"out dtypes={dtypes} precision={layer.precision or '?'}\n      origins={list(layer.origins)}")
-    if layer.subgraph:
-        text += f"\n      subgraph={layer.subgraph}"
-    return text
-
-
-def _describe(layers: Iterable[Layer]) -> str:
-    layers = list(layers)
-    shown = [describe_layer(layer) for layer in layers[:MAX_LAYERS_SHOWN]]
-    if len(layers) > MAX_LAYERS_SHOWN:
-        shown.append(f"  ... and {len(layers) - MAX_LAYERS_SHOWN} more layers (not shown)")
-    return "\n".join(shown) if shown else "  (none)"
-
-
-def _layers_with(record: BuildRecord, nodes: Iterable[str]) -> list[Layer]:
-    wanted = set(nodes)
-    return [layer for layer in record.layers if wanted & set(layer.origins)]
 
 
 def _holding_all(record: BuildRecord, groups: Sequence[tuple[str, ...]]) -> list[Layer]:
@@ -127,7 +55,7 @@ def assert_fused(record: BuildRecord, *nodes: str, **on: Unpack[Subject]) -> Non
         return
     wanted = {n for g in groups for n in g}
     shown = (_describe_groups(record, [g for g in event_groups(record) if wanted & set(g)]) if events
-             else _describe(_layers_with(record, wanted)))
+             else describe(layers_with(record, wanted)))
     raise AssertionError(
         f"{label}: expected {', '.join(map(repr, nodes))} fused into one layer, but no layer holds all of them.\n"
         f"Layers implementing them:\n{shown}\n"
@@ -148,7 +76,7 @@ def assert_no_fusion(record: BuildRecord, *nodes: str, **on: Unpack[Subject]) ->
         count, shown = len(found), _describe_groups(record, found)
     else:
         offenders = _holding_all(record, groups)
-        count, shown = len(offenders), _describe(offenders)
+        count, shown = len(offenders), describe(offenders)
     if not count:
         return
     raise AssertionError(
@@ -181,13 +109,13 @@ def assert_precision(record: BuildRecord, node: str, dtype: str, **on: Unpack[Su
             "so it states no per-layer precision.\nBuild with ProfilingVerbosity.DETAILED (trtexec "
             "--profilingVerbosity=detailed --verbose) so the log carries the layer listing."
         )
-    layers = [layer for layer in _layers_with(record, names) if layer.kind == "compute"]
+    layers = [layer for layer in layers_with(record, names) if layer.kind == "compute"]
     wrong = [layer for layer in layers if layer.precision != want]
     if layers and not wrong:
         return
     why = "no compute layer implements it" if not layers else f"{len(wrong)} of {len(layers)} layer(s) differ"
     raise AssertionError(
-        f"{label}: expected {node!r} in {want}, but {why}:\n{_describe(wrong or _layers_with(record, names))}\n"
+        f"{label}: expected {node!r} in {want}, but {why}:\n{describe(wrong or layers_with(record, names))}\n"
         "Next: check the builder precision flags and per-layer constraints; a precision change needs an "
         "accuracy re-check against the golden outputs."
     )
@@ -207,7 +135,7 @@ def assert_layer_count(record: BuildRecord, min: int | None = None, max: int | N
     raise AssertionError(
         f"{label}: expected {bound} engine layers, got {n} "
         f"({kinds['compute']} compute, {kinds['reformat']} reformat, {kinds['helper']} helper).\n"
-        f"Layers:\n{_describe(record.layers)}\n"
+        f"Layers:\n{describe(record.layers)}\n"
         "Next: compare with the golden record (diff_records) to see which fusions or reformats changed."
     )
 
@@ -253,15 +181,10 @@ def assert_no_warning(record: BuildRecord, pattern: str, **on: Unpack[Subject]) 
     )
 
 
-# calibration assertions live in their own module (which imports this one); re-exported on first use
-# so that every record assertion is importable from here whichever of the two modules loads first
-_CALIBRATION = dict.fromkeys(
-    ("assert_calibration", "assert_calibration_coverage", "assert_dynamic_range", "assert_int8"),
-    "pytest_trt.buildlog.calibration_assertions",
-)
-
-
 def __getattr__(name: str) -> Any:
-    from pytest_trt import lazy_attribute
+    # the calibration assertions live in their own module; every record assertion is importable from here
+    if name.startswith("assert_"):
+        import pytest_trt.buildlog.calibration_assertions as calibration
 
-    return lazy_attribute(__name__, _CALIBRATION, name)
+        return getattr(calibration, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

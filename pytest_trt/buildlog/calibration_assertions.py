@@ -15,8 +15,8 @@ import fnmatch
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .assertions import _describe, _layers_with, resolve_nodes
 from .calibcache import HEADER_ALGORITHMS, algorithm_of_header
+from .matching import describe, layers_with, resolve_nodes
 from .record import BuildRecord
 from .registry import Subject, record_assertion, subject_label
 
@@ -143,11 +143,11 @@ def assert_int8(record: BuildRecord, *nodes: str, **on: Unpack[Subject]) -> None
     failures = []
     for pattern in nodes:
         for name in resolve_nodes(record, pattern, label=label):
-            layers = [la for la in _layers_with(record, [name]) if la.kind == "compute"]
+            layers = [la for la in layers_with(record, [name]) if la.kind == "compute"]
             if not any(_int8(la) for la in layers):
                 failures.append((name, layers))
     if failures:
-        parts = [f"  {name!r} implemented by:\n{_describe(layers)}" for name, layers in failures[:MAX_SHOWN]]
+        parts = [f"  {name!r} implemented by:\n{describe(layers)}" for name, layers in failures[:MAX_SHOWN]]
         raise AssertionError(
             f"{label}: expected INT8 execution, but {len(failures)} node(s) have no layer reading or writing Int8:\n"
             + "\n".join(parts) + "\nNext: a missing Q/DQ pair or scale makes TensorRT fall back to float; check "

@@ -16,15 +16,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import LogParseError
 from .listings import assign_subgraphs, json_tensor, make_layer
 from .names import OnnxIndex
 from .parts import Layer
-
-if TYPE_CHECKING:
-    from .record import BuildRecord
+from .record import BuildRecord
 
 
 def _binding_names(doc: Mapping[str, Any]) -> tuple[str, ...]:
@@ -59,12 +57,8 @@ def _layer(obj: Any, onnx: OnnxIndex | None) -> tuple[Layer, bool] | None:
     )
 
 
-def layer_json_record(doc: Any, *, onnx: Any = None, record_type: type[BuildRecord]) -> BuildRecord:
-    """A record from an already-loaded layer-JSON document; entries it cannot read are counted as unparsed.
-
-    ``record_type`` is ``BuildRecord`` (the record module imports this one, for ``BuildRecord.from_layer_json``);
-    :func:`pytest_trt.buildlog.readers.layer_json_record` passes it.
-    """
+def layer_json_record(doc: Any, *, onnx: Any = None) -> BuildRecord:
+    """A record from an already-loaded layer-JSON document; entries it cannot read are counted as unparsed."""
     index = OnnxIndex.load(onnx) if onnx is not None else None
     layers_raw = doc.get("Layers", ()) if isinstance(doc, Mapping) else ()
     if not isinstance(layers_raw, list):
@@ -72,7 +66,7 @@ def layer_json_record(doc: Any, *, onnx: Any = None, record_type: type[BuildReco
     built = [_layer(obj, index) for obj in layers_raw]
     good = [b for b in built if b is not None]
     layers = assign_subgraphs([b[0] for b in good], {})
-    return record_type(
+    return BuildRecord(
         source="layer-json",
         layers=tuple(layers),
         origins_exact=all(b[1] for b in good),

@@ -244,3 +244,27 @@ def assign_subgraphs(layers: list[Layer], subgraphs: dict[str, tuple[str, ...]])
                 layer = replace(layer, subgraph=hit)
         out.append(layer)
     return out
+
+
+def listing_layers(detailed: list[dict[str, Any]], eli: list[str], subgraphs: dict[str, tuple[str, ...]],
+                   onnx: OnnxIndex | None) -> tuple[tuple[Layer, ...], bool]:
+    """The layers of a log's last listing, and whether all their origins are exact.
+
+    ``detailed``: parsed DETAILED entries (exact origins, preferred); else ``eli``: Engine Layer Information
+    lines, kept as text and parsed only here.
+    """
+    built: list[tuple[Layer, bool]] = []
+    if detailed:
+        for p in detailed:
+            built.append(make_layer(name=p["name"], layer_type=p["type"], inputs=p["inputs"], outputs=p["outputs"],
+                                    tactic=p["tactic_value"] or p["tactic"], metadata=p["metadata"],
+                                    subgraphs=subgraphs, onnx=onnx))
+    else:
+        for text in eli:
+            parsed = parse_eli_line(text)
+            assert parsed is not None  # the parser keeps only lines ELI_RE matches
+            ltype, name, tactic, ins, outs = parsed
+            built.append(make_layer(name=name, layer_type=ltype, inputs=ins, outputs=outs, tactic=tactic,
+                                    subgraphs=subgraphs, onnx=onnx))
+    layers = tuple(assign_subgraphs([b[0] for b in built], subgraphs))
+    return layers, all(b[1] for b in built)

@@ -1,41 +1,36 @@
-"""Streaming reader of TensorRT build logs into a :class:`BuildRecord`.
+"""Streaming reader of TensorRT build logs into a :class:`BuildRecord` (:mod:`.readers` is the public entry).
 
-One pass, one line at a time, nothing kept per line: memory stays bounded by the
-facts (the last layer listing, fusion events, warnings), not by the log size.
+One pass, one line at a time, nothing kept per line: memory stays bounded by the facts (the last layer
+listing, fusion events, warnings), not by the log size.
 
-Loops share one per-line reader: :meth:`LogParser.feed_all` takes any iterable of lines
-(the straightforward path, used by ``parse_lines``); :meth:`LogParser.feed_file` (text) and
-:meth:`LogParser.feed_binary` (UTF-8 bytes, used by ``BuildRecord.from_log`` / ``read_log``)
-read 1 MiB chunks and let ``dialects.SCAN_RE`` / ``SCAN_BYTES_RE`` skip, inside the regex
-engine, the VERBOSE/INFO lines whose message cannot matter (tactic timings are >90% of a
-VERBOSE log); the bytes path decodes only the lines it keeps.  Several times faster, same
-record (tests/buildlog/test_buildlog_parser.py compares the paths on the corpus and fuzzed text).
+Loops share one per-line reader: :meth:`LogParser.feed_all` takes any iterable of lines (used by
+``parse_lines``); :meth:`LogParser.feed_file` (text) and :meth:`LogParser.feed_binary` (UTF-8 bytes, used by
+``read_log``) read 1 MiB chunks (:mod:`.chunks`) and let ``dialects.SCAN_RE`` / ``SCAN_BYTES_RE`` skip, inside
+the regex engine, the VERBOSE/INFO lines whose message cannot matter (tactic timings are >90% of a VERBOSE
+log); the bytes path decodes only the lines it keeps.  Several times faster, same record
+(tests/buildlog/test_buildlog_parser.py compares the paths on the corpus and fuzzed text).
 
-The parser builds the record's parts (:mod:`.parts`) and takes the record type from its caller
-(:meth:`LogParser.finish`), so that the record module may use it without an import cycle.
-
-A line is *understood* when it carries a known prefix (``dialects.DIALECTS``;
-its message is evidence even when no fact is taken from it, e.g. tactic
-timings) or continues a block we read (``Layers:``, ``Engine Layer
-Information:``, a warning's further lines).  Everything else is counted in
-``unparsed_lines``; content never raises.
+A line is *understood* when it carries a known prefix (``dialects.DIALECTS``; its message is evidence even
+when no fact is taken from it, e.g. tactic timings) or continues a block we read (``Layers:``, ``Engine Layer
+Information:``, a warning's further lines).  Everything else is counted in ``unparsed_lines``; content never
+raises.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, AnyStr, BinaryIO, TextIO
+from typing import Any, BinaryIO, TextIO
+
+import pytest_trt.buildlog.dialects as d
 
 from ..errors import LogParseError
-from . import dialects as d
-from .listings import ELI_RE, assign_subgraphs, make_layer, metadata_origins, parse_detailed_line, parse_eli_line
+from .chunks import scan_chunks, universal_newlines
+from .listings import ELI_RE, listing_layers, metadata_origins, parse_detailed_line, parse_eli_line
 from .names import OnnxIndex, origins_from_name
-from .parts import FusionEvent, Layer, Memory, Message, Subgraph
+from .parts import FusionEvent, Memory, Message, Subgraph
+from .record import BuildRecord
 from .sniff import log_encoding
-
-if TYPE_CHECKING:
-    from .record import BuildRecord
 
 _INTEREST = d.INTEREST_RE
 _PREFIX = d.PREFIX_RE.match
@@ -47,19 +42,9 @@ _SEV = d.SEVERITY_NAMES
 _PROBLEM_CODES = frozenset(("W", "E", "F", "WARNING", "ERROR", "INTERNAL_ERROR"))
 
 
-def _universal_newlines(f: BinaryIO, chunk_bytes: int) -> Iterator[bytes]:
-    """``f`` in chunks with CRLF and CR turned into LF (a CR that ends a chunk waits for the next byte)."""
-    while chunk := f.read(chunk_bytes):
-        if b"\r" in chunk:
-            if chunk.endswith(b"\r"):
-                chunk += f.read(1)
-            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        yield chunk
-
-
 class LogParser:
     """Feed lines with :meth:`feed_all`, :meth:`feed_file` or :meth:`feed_path`, then take the record with
-    :meth:`finish` (``BuildRecord.from_log`` and :mod:`.readers` do both)."""
+    :meth:`finish` (:mod:`.readers` does both)."""
 
     def __init__(self, *, onnx: Any = None, source: str = "tensorrt-log") -> None:
         self.onnx = OnnxIndex.load(onnx) if onnx is not None else None
@@ -68,7 +53,7 @@ class LogParser:
         self.unparsed = 0
         self.block: str | None = None
         #: ``Engine Layer Information`` lines, kept as text: a log of repeated builds lists its layers many
-        #: times and only the last listing survives, so tensors are parsed once, in :meth:`_layers`
+        #: times and only the last listing survives, so tensors are parsed once, by :func:`.listings.listing_layers`
         self.eli: list[str] = []
         self.detailed: list[dict[str, Any]] = []
         self.bindings: list[str] = []
@@ -104,7 +89,7 @@ class LogParser:
         Equivalent to :meth:`feed_all` over the file's lines, several times faster on VERBOSE logs,
         where >90% of the lines are tactic timings.
         """
-        self._feed_chunks(iter(lambda: f.read(chunk_chars), ""), "\n", self._scan_text)
+        scan_chunks(iter(lambda: f.read(chunk_chars), ""), "\n", self._scan_text)
 
     def feed_binary(self, f: BinaryIO, chunk_bytes: int = 1 << 20) -> None:
         """Read an open UTF-8 file in binary chunks: :meth:`feed_file` without decoding the skipped lines.
@@ -113,28 +98,7 @@ class LogParser:
         CR end lines, bytes that are not UTF-8 are replaced (a line is decoded on its own, which gives the
         same text since "\n" never belongs to a multi-byte sequence).
         """
-        self._feed_chunks(_universal_newlines(f, chunk_bytes), b"\n", self._scan_bytes)
-
-    def _feed_chunks(self, chunks: Iterable[AnyStr], newline: AnyStr, scan: Callable[[AnyStr, int, int], None]) -> None:
-        # Each chunk is scanned in place (no copy): the regex engine finds every line's leading newline at
-        # C speed from the chunk's first newline to its last.  The line cut by the chunk's start (the
-        # previous chunk's tail plus this chunk's head) is scanned on its own.
-        empty = newline[:0]
-        pending: list[AnyStr] = []  # the start of a line whose newline is not read yet
-        for chunk in chunks:
-            first = chunk.find(newline)
-            if first < 0:  # one line longer than a chunk: keep reading
-                pending.append(chunk)
-                continue
-            head = newline + empty.join(pending) + chunk[:first]
-            scan(head, 0, len(head))
-            last = chunk.rfind(newline)
-            if last > first:
-                scan(chunk, first, last)
-            pending = [chunk[last + 1:]]
-        if any(pending):
-            tail = newline + empty.join(pending)
-            scan(tail, 0, len(tail))
+        scan_chunks(universal_newlines(f, chunk_bytes), b"\n", self._scan_bytes)
 
     def feed_path(self, path: str | Path) -> None:
         """Read a log file: UTF-8 ones with :meth:`feed_binary`, others (a byte-order mark, UTF-16) decoded.
@@ -395,29 +359,11 @@ class LogParser:
         return True
 
     # -- the record -------------------------------------------------------------------------------
-    def _layers(self) -> tuple[tuple[Layer, ...], bool]:
-        built: list[tuple[Layer, bool]] = []
-        if self.detailed:  # the DETAILED listing carries exact origins; prefer it
-            for p in self.detailed:
-                built.append(make_layer(name=p["name"], layer_type=p["type"], inputs=p["inputs"], outputs=p["outputs"],
-                                        tactic=p["tactic_value"] or p["tactic"], metadata=p["metadata"],
-                                        subgraphs=self.subgraphs, onnx=self.onnx))
-        else:
-            for text in self.eli:
-                parsed = parse_eli_line(text)
-                assert parsed is not None  # _eli_line kept only lines ELI_RE matches
-                ltype, name, tactic, ins, outs = parsed
-                built.append(make_layer(name=name, layer_type=ltype, inputs=ins, outputs=outs, tactic=tactic,
-                                        subgraphs=self.subgraphs, onnx=self.onnx))
-        layers = tuple(assign_subgraphs([b[0] for b in built], self.subgraphs))
-        return layers, all(b[1] for b in built)
-
-    def finish(self, record_type: type[BuildRecord]) -> BuildRecord:
-        """The record of everything fed so far.  ``record_type`` is ``BuildRecord``, passed in because the
-        record module imports this one (for ``BuildRecord.from_log``), never the other way round."""
-        layers, exact = self._layers()
+    def finish(self) -> BuildRecord:
+        """The record of everything fed so far."""
+        layers, exact = listing_layers(self.detailed, self.eli, self.subgraphs, self.onnx)
         version = self.version[1] if self.version else None
-        return record_type(
+        return BuildRecord(
             source=self.source,
             layers=layers,
             subgraphs=tuple(Subgraph(n, o) for n, o in self.subgraphs.items()),

@@ -1,8 +1,7 @@
 """The parts a :class:`~pytest_trt.buildlog.record.BuildRecord` is made of: layers, tensors, events, messages.
 
-Kept apart from the record so that its readers (the log parser, the layer-JSON reader, the listing
-parsers) build them without importing the record module, which imports its readers for
-``BuildRecord.from_log`` / ``from_layer_json``.
+Kept apart from the record so that the listing parsers and a stored record's readers build them
+without the record module (reading a stored record loads only these two and the schema).
 """
 
 from __future__ import annotations

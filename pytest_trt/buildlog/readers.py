@@ -1,8 +1,6 @@
 """The public readers: build logs, captured log entries and layer JSON into a :class:`BuildRecord`.
 
-They sit above the record and its parsers (:mod:`.parser`, :mod:`.layerjson`), which build the
-record's parts and take the record type from their caller, so that ``BuildRecord.from_log`` can
-use the parser without an import cycle.
+They sit above the record and its parsers (:mod:`.parser`, :mod:`.layerjson`); the record knows none of them.
 """
 
 from __future__ import annotations
@@ -13,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..artifact import BuildResult, LogEntry, iter_log_lines
-from .layerjson import layer_json_record as _layer_json_record
+from .layerjson import layer_json_record, load_layer_json
 from .parser import LogParser
 from .record import BuildRecord
 
@@ -26,7 +24,7 @@ def parse_lines(lines: Iterable[str], *, onnx: Any = None) -> BuildRecord:
     """
     parser = LogParser(onnx=onnx)
     parser.feed_all(lines)
-    return parser.finish(BuildRecord)
+    return parser.finish()
 
 
 def parse_entries(entries: Iterable[LogEntry], *, onnx: Any = None) -> BuildRecord:
@@ -50,7 +48,9 @@ def read_log(path: str | Path, onnx: Any = None) -> BuildRecord:
     with a byte-order mark (and UTF-16 without one) are decoded as such.  A missing or
     unreadable file raises :class:`~pytest_trt.errors.LogParseError` naming the path.
     """
-    return BuildRecord.from_log(path, onnx=onnx)
+    parser = LogParser(onnx=onnx)
+    parser.feed_path(path)
+    return parser.finish()
 
 
 def read_layer_json(path: str | Path, *, onnx: Any = None) -> BuildRecord:
@@ -58,9 +58,5 @@ def read_layer_json(path: str | Path, *, onnx: Any = None) -> BuildRecord:
 
     A missing, unreadable or non-JSON file raises :class:`~pytest_trt.errors.LogParseError` naming the path.
     """
-    return BuildRecord.from_layer_json(path, onnx=onnx)
+    return layer_json_record(load_layer_json(path), onnx=onnx)
 
-
-def layer_json_record(doc: Any, *, onnx: Any = None) -> BuildRecord:
-    """A record from an already-loaded layer-JSON document; entries it cannot read are counted as unparsed."""
-    return _layer_json_record(doc, onnx=onnx, record_type=BuildRecord)

@@ -2,14 +2,14 @@
 
 Every reader (live TensorRT / TensorRT-RTX logs, trtexec logs of TensorRT 7
 to 10, IEngineInspector / ``--exportLayerInfo`` JSON, ONNX Runtime optimized
-graphs) produces this one type, so assertions and diffs work the same on all.
+graphs) produces this one type, so assertions and diffs work the same on all.  The readers import
+this module, never the other way round: :mod:`.readers` has ``read_log`` and ``read_layer_json``.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields, is_dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .parts import DTYPES, FusionEvent, Layer, Memory, Message, Subgraph, TensorInfo
@@ -20,7 +20,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DTYPES", "RECORD_SCHEMA", "BuildRecord", "FusionEvent", "Layer", "Memory", "Message", "Subgraph",
            "TensorInfo"]
-
 
 
 @dataclass(frozen=True)
@@ -154,23 +153,6 @@ class BuildRecord:
     @classmethod
     def from_json(cls, text: str) -> BuildRecord:
         return cls.from_dict(json.loads(text))
-
-    # -- from existing artifacts ---------------------------------------------
-    @classmethod
-    def from_log(cls, path: str | Path, onnx: Any = None) -> BuildRecord:
-        """Parse a TensorRT build log (trtexec, polygraphy, python logger or ``build.log``)."""
-        from .parser import LogParser
-
-        parser = LogParser(onnx=onnx)
-        parser.feed_path(path)
-        return parser.finish(cls)
-
-    @classmethod
-    def from_layer_json(cls, path: str | Path, *, onnx: Any = None) -> BuildRecord:
-        """Read ``trtexec --exportLayerInfo`` / IEngineInspector JSON (8.x to 11.x schemas, names-only too)."""
-        from .layerjson import layer_json_record, load_layer_json
-
-        return layer_json_record(load_layer_json(path), onnx=onnx, record_type=cls)
 
 
 def _plain(obj: Any) -> Any:

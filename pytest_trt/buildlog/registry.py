@@ -10,10 +10,14 @@ An assertion is written once, as a function of a :class:`BuildRecord` decorated 
         ...
 
 That function is the record form (``pytest_trt.buildlog.assert_no_fusion(record, ...)``).
-:func:`engine_method` makes the ``Engine`` method and ``pytest_trt.engines.assertions.current_engine_function``
-the module-level function acting on the current test's engine.  Their signatures are derived
-from the definition (``ParamSpec``), so mypy checks every call of every form against it, and
-each form carries the definition's docstring and a runtime signature of its own for ``help()``.
+:func:`engine_method` makes the ``Engine`` method and :func:`module_function` the module-level
+function acting on the current test's engine (:mod:`pytest_trt.engines.assertions` makes both for
+every registered definition).  Their signatures are derived from the definition (``ParamSpec``), so
+mypy checks every call of every form against it, and each form carries the definition's docstring
+and a runtime signature of its own for ``help()``.
+
+The forms need only a :class:`HasRecord` (a ``record`` and a ``label``), so this module sits below
+``Engine`` and names no engine type.
 
 ``**on: Unpack[Subject]`` is part of every definition because a ``ParamSpec`` can only carry
 keywords, never add them: ``label`` (the name failure messages give the engine) is meaningful
@@ -27,8 +31,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypedDict
 
 if TYPE_CHECKING:
-    from pytest_trt.engines.engine import Engine
-
     from .record import BuildRecord
 
 P = ParamSpec("P")
@@ -40,23 +42,23 @@ REGISTRY: dict[str, Callable[..., None]] = {}
 DEFAULT_LABEL = "engine"
 
 
-class Subject(TypedDict, total=False):
-    """The keywords every form accepts besides the assertion's own parameters."""
-
-    #: the name failure messages give the engine (default: the Engine's label, or "engine" for a bare record)
-    label: str
-    #: module-level form only: the engine to check instead of the current test's one
-    engine: Engine | None
-
-
 class HasRecord(Protocol):
-    """What the method form needs from its ``self``: a record and a label (``Engine`` has both)."""
+    """What every form needs of the engine it checks: a record and a label (``Engine`` has both)."""
 
     @property
     def record(self) -> BuildRecord: ...
 
     @property
     def label(self) -> str: ...
+
+
+class Subject(TypedDict, total=False):
+    """The keywords every form accepts besides the assertion's own parameters."""
+
+    #: the name failure messages give the engine (default: the Engine's label, or "engine" for a bare record)
+    label: str
+    #: module-level form only: the engine to check instead of the current test's one
+    engine: HasRecord | None
 
 
 def record_assertion(fn: Callable[Concatenate[BuildRecord, P], None]) -> Callable[Concatenate[BuildRecord, P], None]:
@@ -88,6 +90,19 @@ def engine_method(fn: Callable[Concatenate[BuildRecord, P], None]) -> Callable[C
         fn(self.record, *args, **kwargs)
 
     return present(method, fn, first="self", keywords=())
+
+
+def module_function(fn: Callable[Concatenate[BuildRecord, P], None],
+                    find: Callable[[HasRecord | None], HasRecord]) -> Callable[P, None]:
+    """The module-level form of ``fn``: checks the engine ``find`` returns (the current test's, or ``engine=``)."""
+
+    def function(*args: P.args, **kwargs: P.kwargs) -> None:
+        __tracebackhide__ = True
+        engine = find(kwargs.pop("engine", None))  # type: ignore[arg-type]
+        kwargs.setdefault("label", engine.label)
+        fn(engine.record, *args, **kwargs)
+
+    return present(function, fn, first=None, keywords=("engine",))
 
 
 def present(form: Callable[P, None], fn: Callable[..., None], *, first: str | None,

@@ -69,6 +69,6 @@ def render_record_summary(summary: dict[str, Any], *, max_items: int = 10) -> li
 
 def read_log_record(path: Path, onnx: Any = None) -> BuildRecord:
     """A BuildRecord from any TensorRT verbose log on disk; ``onnx``: a path, ModelProto or OnnxIndex."""
-    from pytest_trt.buildlog.record import BuildRecord
+    from pytest_trt.buildlog.readers import read_log
 
-    return BuildRecord.from_log(path, onnx=onnx)
+    return read_log(path, onnx=onnx)

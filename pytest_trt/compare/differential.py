@@ -6,6 +6,10 @@ is numpy's ``|got - want| <= atol + rtol * |want|`` element-wise, plus, when
 failure names the output, its shape, the max abs/rel error, the worst
 element's index and values, and the tolerance that would have passed, so a
 hypothesis-shrunk counterexample reads as a complete bug report.
+
+The max abs error and the cosine are :mod:`pytest_trt.compare.metrics`' figures (those the golden
+checks report); the tolerance test, its worst element and the tolerances that would have passed are
+this module's, and so is the max rel error, taken against the same floor of ``|reference|`` as ``rtol``.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+
+from pytest_trt.compare.metrics import element_stats
 
 __all__ = ["OutputDiff", "compare_outputs", "render_failure"]
 
@@ -38,16 +44,6 @@ class OutputDiff:
     passed: bool
 
 
-def _cosine(a: np.ndarray, b: np.ndarray) -> float:
-    x, y = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
-    nx, ny = float(np.linalg.norm(x)), float(np.linalg.norm(y))
-    if nx == 0.0 and ny == 0.0:
-        return 1.0
-    if nx == 0.0 or ny == 0.0:
-        return 0.0
-    return float(np.dot(x, y) / (nx * ny))
-
-
 def diff_output(name: str, got: np.ndarray, want: np.ndarray, *, rtol: float, atol: float,
                 cosine: float | None) -> OutputDiff:
     g, w = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
@@ -64,10 +60,14 @@ def diff_output(name: str, got: np.ndarray, want: np.ndarray, *, rtol: float, at
     size = int(err.size)
     worst = np.unravel_index(int(np.argmax(excess if excess.any() else err)), err.shape) if size else ()
     rel = err / np.maximum(np.abs(w), np.finfo(np.float64).tiny)
-    max_abs = float(err.max()) if size else 0.0
+    stats = element_stats(g, w)
+    # the metrics leave non-finite elements out; here one differing on either side is an infinite error,
+    # and any makes the cosine undefined
+    max_abs = float("inf") if np.isinf(err).any() else stats.max_abs
+    finite_only = stats.nonfinite_obtained == stats.nonfinite_golden == 0
     atol_needed = float(np.max(err - rtol * np.abs(w))) if size else 0.0
     rtol_needed = float(np.max((err - atol) / np.maximum(np.abs(w), np.finfo(np.float64).tiny))) if size else 0.0
-    cos = _cosine(g, w) if cosine is not None else None
+    cos = (stats.cosine if finite_only else float("nan")) if cosine is not None else None
     violations = int(np.count_nonzero(err > bound))
     passed = violations == 0 and (cos is None or cosine is None or cos >= cosine)
     return OutputDiff(

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
 
 from pytest_trt.errors import AssertionContextError
 
 if TYPE_CHECKING:
-    from pytest_trt.engines.engine import Engine
+    from pytest_trt.buildlog.registry import HasRecord
 
-_CURRENT: ContextVar[list[Engine] | None] = ContextVar("pytest_trt_current_engines", default=None)
+# typed by what the assertions need of an engine (a record and a label): Engine imports this module
+_CURRENT: ContextVar[Sequence[HasRecord] | None] = ContextVar("pytest_trt_current_engines", default=None)
 
 
-def begin_test(engines: list[Engine]) -> object:
+def begin_test(engines: Sequence[HasRecord]) -> object:
     """Make ``engines`` (a list the fixtures append to) the current test's; returns a reset token."""
     return _CURRENT.set(engines)
 
@@ -22,7 +24,7 @@ def end_test(token: object) -> None:
     _CURRENT.reset(token)  # type: ignore[arg-type]
 
 
-def current_engine(engine: Engine | None = None) -> Engine:
+def current_engine(engine: HasRecord | None = None) -> HasRecord:
     """``engine`` if given, else the one engine the current test uses."""
     if engine is not None:
         return engine

@@ -21,36 +21,56 @@ if TYPE_CHECKING:
     from pytest_trt.engines.assertions import EngineAssertions
     from pytest_trt.engines.benchmark import BenchmarkResult
 
-#: the methods of :class:`~pytest_trt.engines.assertions.EngineAssertions`, which ``Engine`` takes on first use
-#: (tests/foundation/test_plugin_hit_path.py checks this list against the class)
-ASSERTION_METHODS = ("assert_fused", "assert_no_fusion", "assert_precision", "assert_layer_count", "assert_warning",
-                     "assert_no_warning", "assert_calibration", "assert_dynamic_range", "assert_int8",
-                     "assert_calibration_coverage")
 
-
-class _Deferred:
-    """One ``EngineAssertions`` method, looked up when first used.
+def _assertion_methods() -> dict[str, Any]:
+    """The methods of :class:`~pytest_trt.engines.assertions.EngineAssertions`, set on ``Engine``'s base.
 
     Defining the assertions imports the build-record parser's assertion modules (~3 ms), which a test
-    served from the cache that asserts nothing on the record never needs.
+    served from the cache that asserts nothing on the record never needs: they load on the first
+    lookup of an ``assert_*`` name that ``Engine`` lacks.  Their names are those of the assertion
+    registry, so none is listed here.
     """
+    from pytest_trt.engines.assertions import EngineAssertions
 
-    def __init__(self, name: str) -> None:
-        self.name = name
+    methods = {name: method for name, method in vars(EngineAssertions).items() if name.startswith("assert_")}
+    for name, method in methods.items():
+        setattr(_AssertionMethods, name, method)  # from now on plain methods of the class
+    return methods
 
-    def __get__(self, obj: object, objtype: type | None = None) -> Any:
-        from pytest_trt.engines.assertions import EngineAssertions
 
-        method = EngineAssertions.__dict__[self.name]
-        owner = objtype if objtype is not None else type(obj)
-        setattr(owner, self.name, method)  # from now on a plain method of the class
-        return method if obj is None else method.__get__(obj, owner)
+class _LoadsAssertions(type):
+    """The metaclass of ``Engine``'s base, for the class-level lookups (``Engine.assert_fused``, ``help(Engine)``)."""
+
+    def __getattr__(cls, name: str) -> Any:
+        methods = _assertion_methods() if name.startswith("assert_") else {}
+        if name in methods:
+            return methods[name]
+        raise AttributeError(f"type object {cls.__name__!r} has no attribute {name!r}")
+
+    def __dir__(cls) -> list[str]:
+        _assertion_methods()
+        return list(type.__dir__(cls))
+
+
+class _AssertionMethods(metaclass=_LoadsAssertions):
+    """Where ``Engine`` finds its assertion methods once loaded, for the lookups on an engine."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("assert_"):
+            _assertion_methods()
+        # looked up again: a method just loaded, else the plain lookup's AttributeError (a failing property
+        # runs again to raise its own)
+        return object.__getattribute__(self, name)
+
+    def __dir__(self) -> list[str]:
+        _assertion_methods()
+        return list(object.__dir__(self))
 
 
 if TYPE_CHECKING:
     _Assertions = EngineAssertions
 else:
-    _Assertions = type("_Assertions", (), {name: _Deferred(name) for name in ASSERTION_METHODS})
+    _Assertions = _AssertionMethods
 
 
 class Engine(_Assertions):

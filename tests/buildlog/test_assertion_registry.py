@@ -3,6 +3,7 @@ the record function, the ``Engine`` method and the module-level function on the 
 
 from __future__ import annotations
 
+import ast
 import inspect
 import pydoc
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest_trt.engines.assertions as module_forms
 from pytest_trt import buildlog
 from pytest_trt.buildlog import registry
 from pytest_trt.buildlog.record import BuildRecord, Layer
-from pytest_trt.engines.current import begin_test, end_test
+from pytest_trt.engines.current import begin_test, current_engine, end_test
 from pytest_trt.engines.engine import Engine
 
 #: the public assertions, spelled out independently of the registry
@@ -47,9 +48,40 @@ def test_every_public_assertion_is_registered_with_all_three_forms() -> None:
         assert registry.definition_of(method) is definition and registry.definition_of(function) is definition
         assert function is getattr(module_forms, name)
         assert name in pytest_trt.__all__
-    assert module_forms.unbound() == []
-    for name in PUBLIC[:6]:
+    for name in PUBLIC:
         assert name in buildlog.__all__ and getattr(buildlog, name) is registry.REGISTRY[name]
+        assert name in dir(pytest_trt) and name in dir(buildlog)
+
+
+def _declared(tree: ast.Module) -> tuple[list[str], list[str]]:
+    """(EngineAssertions methods, module-level functions) the TYPE_CHECKING block of a module declares."""
+    block = next(n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING")
+    cls = next(n for n in block.body if isinstance(n, ast.ClassDef) and n.name == "EngineAssertions")
+
+    def names(body: list[ast.stmt]) -> list[str]:
+        return [t.id for n in body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)]
+
+    return names(cls.body), names(block.body)
+
+
+def test_the_typed_declarations_are_the_registry() -> None:
+    """mypy's view of the forms (the TYPE_CHECKING block of pytest_trt.engines.assertions) names every assertion."""
+    methods, functions = _declared(ast.parse(Path(module_forms.__file__).read_text(encoding="utf-8")))
+    assert methods == functions == list(registry.REGISTRY)
+
+
+def test_a_failing_engine_property_keeps_its_own_error() -> None:
+    """Engine's lookup of missing names (which loads the assertion methods) hides no property's AttributeError."""
+
+    class Broken(Engine):
+        @property
+        def label(self) -> str:
+            raise AttributeError("the config has no name")
+
+    with pytest.raises(AttributeError, match="the config has no name"):
+        Broken.__new__(Broken).label  # noqa: B018
+    with pytest.raises(AttributeError, match="'Engine' object has no attribute 'nope'"):
+        Engine.__new__(Engine).nope  # noqa: B018
 
 
 @pytest.mark.parametrize("name", PUBLIC)
@@ -137,8 +169,8 @@ def test_a_new_assertion_needs_one_definition(monkeypatch: pytest.MonkeyPatch) -
         assert not bad, f"{label}: layers not named {prefix}*: {bad}"
 
     record = BuildRecord(source="test", layers=(Layer("a1", "X"), Layer("b2", "X")))
-    method, function = registry.engine_method(assert_layers_named), module_forms.current_engine_function(
-        assert_layers_named)
+    method, function = registry.engine_method(assert_layers_named), registry.module_function(
+        assert_layers_named, current_engine)
     assert registry.REGISTRY["assert_layers_named"] is assert_layers_named
     with pytest.raises(AssertionError, match=r"^e7: layers not named a\*: \['b2'\]"):
         method(_engine(record, "e7"), "a")

@@ -168,7 +168,7 @@ def test_read_log_crlf_and_bad_bytes(tmp_path: Path) -> None:
     assert (record.total_lines, record.unparsed_lines, record.memory.activation) == (3, 1, 12)
 
 
-@pytest.mark.parametrize("reader", [read_log, read_layer_json, BuildRecord.from_log, BuildRecord.from_layer_json])
+@pytest.mark.parametrize("reader", [read_log, read_layer_json])
 def test_missing_file_names_the_path(tmp_path: Path, reader) -> None:  # type: ignore[no-untyped-def]
     missing = tmp_path / "nope" / "build.log"
     with pytest.raises(LogParseError, match="nope/build.log") as info:
@@ -253,7 +253,7 @@ def test_chunk_scanner_equals_line_by_line(corpus: Path, name: str) -> None:
     parser = LogParser()
     with open(corpus / name, encoding="utf-8", errors="replace") as f:
         parser.feed_file(f, chunk_chars=4099)  # small chunks: many lines cross a chunk boundary
-    assert parser.finish(BuildRecord) == by_line == read_log(corpus / name)
+    assert parser.finish() == by_line == read_log(corpus / name)
 
 
 @settings(max_examples=200, deadline=None)
@@ -262,7 +262,7 @@ def test_chunk_scanner_equals_line_by_line_on_any_text(lines: list[str], chunk: 
     text = "\n".join(lines)
     parser = LogParser()
     parser.feed_file(io.StringIO(text), chunk_chars=chunk)
-    assert parser.finish(BuildRecord) == parse_lines(io.StringIO(text))
+    assert parser.finish() == parse_lines(io.StringIO(text))
 
 
 #: line starts the chunk scanner decides on: prefixes it may skip, near misses it must not, and message heads
@@ -295,7 +295,7 @@ def test_chunk_scanner_skips_only_lines_the_parser_ignores(lines: list[str], chu
     text = "\n".join(lines)
     parser = LogParser()
     parser.feed_file(io.StringIO(text), chunk_chars=chunk)
-    assert parser.finish(BuildRecord).to_dict() == parse_lines(lines).to_dict()
+    assert parser.finish().to_dict() == parse_lines(lines).to_dict()
 
 
 _BYTES_PIECES = st.sampled_from([b"\n", b"\r\n", b"\r", b"\xff", b"\xe2\x82", "\u0663".encode(), "\u00e9".encode(), b" ",
@@ -311,7 +311,7 @@ def test_binary_scanner_equals_decoded_lines(pieces: list[bytes], chunk: int) ->
     parser = LogParser()
     parser.feed_binary(io.BytesIO(data), chunk_bytes=chunk)
     text = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace", newline=None)
-    assert parser.finish(BuildRecord).to_dict() == parse_lines(text).to_dict()
+    assert parser.finish().to_dict() == parse_lines(text).to_dict()
 
 
 def test_binary_scanner_keeps_lines_with_non_ascii_digits() -> None:
@@ -319,7 +319,7 @@ def test_binary_scanner_keeps_lines_with_non_ascii_digits() -> None:
     data = "[09/10/2023-12:56:26] [V] [TRT] After vertical fusions: \u0663\u0664 layers\n".encode()
     parser = LogParser()
     parser.feed_binary(io.BytesIO(data))
-    assert parser.finish(BuildRecord).layer_counts == (("After vertical fusions", 34),)
+    assert parser.finish().layer_counts == (("After vertical fusions", 34),)
 
 
 def test_binary_scanner_pattern_has_no_class_escapes_that_differ_for_bytes() -> None:

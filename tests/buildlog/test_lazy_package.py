@@ -10,7 +10,7 @@ import pytest
 import pytest_trt.buildlog as buildlog
 
 FIRST = ("record", "calibration_assertions", "assertions", "parser", "record_diff", "layerjson", "listings", "parts",
-         "readers", "registry")
+         "readers", "registry", "matching", "chunks")
 
 
 @pytest.mark.parametrize("first", FIRST)

@@ -11,6 +11,7 @@ import pytest
 from pytest_trt import assert_calibration, assert_calibration_coverage, assert_dynamic_range, assert_int8
 from pytest_trt.buildlog import calibration_assertions as rec
 from pytest_trt.buildlog.calibfacts import calibration_facts
+from pytest_trt.buildlog.readers import read_log
 from pytest_trt.buildlog.record import BuildRecord, Message
 from tests.conftest import HAS_RTX, RTX_MM, needs_ort
 
@@ -20,7 +21,7 @@ pytestmark = needs_ort
 
 @pytest.fixture(scope="module")
 def trt7_record() -> BuildRecord:
-    return BuildRecord.from_log(DATA / "log_trt7.0_sampleINT8_readme_calibration_excerpt.txt")
+    return read_log(DATA / "log_trt7.0_sampleINT8_readme_calibration_excerpt.txt")
 
 
 def test_trt7_log_facts(trt7_record: BuildRecord) -> None:

@@ -319,12 +319,25 @@ def test_git_dir_in_the_environment_lets_git_decide(tmp_path, started, monkeypat
 
 # -- Engine: the record assertions load on first use ----------------------------------------------------------
 def test_engine_methods_are_exactly_the_assertions():
+    from pytest_trt.buildlog.registry import REGISTRY
     from pytest_trt.engines.assertions import EngineAssertions
-    from pytest_trt.engines.engine import ASSERTION_METHODS, Engine
+    from pytest_trt.engines.engine import Engine
 
-    assert set(ASSERTION_METHODS) == {n for n in vars(EngineAssertions) if n.startswith("assert_")}
-    for name in ASSERTION_METHODS:
+    assert {n for n in vars(EngineAssertions) if n.startswith("assert_")} == set(REGISTRY)
+    for name in REGISTRY:
         assert getattr(Engine, name) is getattr(EngineAssertions, name)
+        assert name in dir(Engine)
+    with pytest.raises(AttributeError, match="has no attribute 'assert_nothing'"):
+        Engine.__new__(Engine).assert_nothing  # noqa: B018
+
+
+def test_an_engines_first_assertion_lookup_loads_them():
+    code = ("import sys, pytest_trt.engines.engine as e\n"
+            "engine = e.Engine.__new__(e.Engine)\n"
+            "assert 'pytest_trt.buildlog.assertions' not in sys.modules\n"
+            "assert engine.assert_fused.__func__ is e.Engine.assert_fused\n"
+            "assert 'pytest_trt.buildlog.assertions' in sys.modules\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_importing_engine_loads_no_assertion_module():
