@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from pytest_trt.engines.engine import Engine
     from pytest_trt.golden.dataset import GoldenDataset
 
-__version__ = "0.1.0"
+from pytest_trt.common.package import __version__, lazy_attribute
 
 #: public names imported on first use: loading the plugin (every pytest run in the environment,
 #: trt marker or not) must stay cheap, and GoldenDataset needs numpy
@@ -47,17 +47,6 @@ _LAZY = {
 }
 #: the module of the ``assert_*`` names, one per registered record assertion
 _ASSERTIONS = "pytest_trt.engines.assertions"
-
-
-def lazy_attribute(package: str, table: Mapping[str, str], name: str) -> Any:
-    """PEP 562 re-export for this package and its subpackages: ``name`` from the module ``table`` names for it.
-
-    Kept here, in the module every pytest run loads anyway, so that resolving (or refusing) a name costs no import.
-    """
-    module = table.get(name)
-    if module is None:
-        raise AttributeError(f"module {package!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
 
 
 def _assertion_names() -> list[str]:

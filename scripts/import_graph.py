@@ -4,13 +4,16 @@ Rules:
 
 1. Layers.  Every top-level module or subpackage of ``pytest_trt`` belongs to one layer
    (:data:`LAYERS`, lowest first); a module may import its own layer or a lower one, never a higher one.
-   Function-level (lazy) imports count: a lazy import is still a dependency.  Imports under
-   ``if TYPE_CHECKING:`` do not (annotations only).
-2. No cycles.  The module graph (same counting) has no cycle, lazy imports included.
+   Function-level (lazy) imports count: a lazy import is still a dependency.  So do imports under
+   ``if TYPE_CHECKING:``: a type from a higher layer is a dependency on that layer.
+2. No cycles.  The module graph (same counting) has no cycle.
 3. Every module is placed: a new top-level module or subpackage must be added to a layer here.
 
 ``pytest_trt/__init__.py`` (the public facade, which re-exports by name on first use) is the one
-module allowed to name anything; it is not checked.
+module allowed to name anything; it is not checked, and no other module may import it (4. below).
+
+4. No import of the facade.  A name the package's modules share (the version, the lazy re-export helper)
+   lives in a module of its layer, not in ``pytest_trt/__init__.py``.
 
 Run ``python scripts/import_graph.py`` for the violations of the tree it lives in.
 """
@@ -91,12 +94,12 @@ def edges(package: Path, strict: bool = True) -> dict[str, set[str]]:
                     name = ".".join(base + ([node.module] if node.module else []))
                 else:
                     name = node.module or ""
-                targets = [name] + [f"{name}.{a.name}" for a in node.names]
+                targets = [f"{name}.{a.name}" for a in node.names]
             for target in targets:
                 # "import a.b.c" depends on a.b.c; a name imported from a package is that package unless a submodule
                 while target and target not in mods:
                     target = target.rpartition(".")[0]
-                if target and target != mod and target != package.name:
+                if target and target != mod:
                     graph[mod].add(target)
     return graph
 
@@ -150,9 +153,12 @@ def violations(package: Path, strict: bool = True) -> list[str]:
     graph = edges(package, strict)
     facade = package.name
     graph.pop(facade, None)
-    for targets in graph.values():
-        targets.discard(facade)
     out: list[str] = []
+    for mod in sorted(graph):
+        if facade in graph[mod]:
+            out.append(f"facade: {mod} imports {facade} itself (the public face sits above every layer: "
+                       "import from the defining module)")
+            graph[mod].discard(facade)
     for mod in sorted(graph):
         top = _top(mod)
         if top not in layer:

@@ -227,7 +227,7 @@ def inputs_digest(
     hashes); the record is parsed from its log by this pytest-trt version, whose version and
     schemas are part of the digest, and the signature is deterministic (Ed25519) for a given key.
     """
-    from pytest_trt import __version__
+    from pytest_trt.common.package import __version__
 
     material = {
         "schema": [INPUTS_SCHEMA, BUNDLE_SCHEMA], "pytest_trt": __version__, "bundle": bundle,

@@ -43,7 +43,7 @@ def _assertion_names() -> list[str]:
 
 
 def __getattr__(name: str) -> Any:
-    from pytest_trt import lazy_attribute
+    from pytest_trt.common.package import lazy_attribute
 
     if name.startswith("assert_"):
         return lazy_attribute(__name__, dict.fromkeys(_assertion_names(), f"{__name__}.assertions"), name)

@@ -39,7 +39,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    from pytest_trt import lazy_attribute
+    from pytest_trt.common.package import lazy_attribute
 
     return lazy_attribute(__name__, _LAZY, name)
 

@@ -92,7 +92,7 @@ class FakeBackend(RegistryVersions):
 
     def _library_version(self) -> str:
         """pytest-trt's version: the fake backend is part of it."""
-        from pytest_trt import __version__
+        from pytest_trt.common.package import __version__
 
         return registry.distribution_version(FAKE_SPEC.distributions[0]) or __version__
 

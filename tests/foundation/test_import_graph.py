@@ -23,7 +23,7 @@ def _checker() -> ModuleType:
 
 
 def test_pytest_trt_has_no_upward_import_no_cycle_and_no_unplaced_module() -> None:
-    found = _checker().violations(ROOT / "pytest_trt", strict=False)
+    found = _checker().violations(ROOT / "pytest_trt")
     assert found == [], "import rules broken (see scripts/import_graph.py):\n" + "\n".join(found)
 
 
@@ -47,8 +47,28 @@ def test_checker_reports_an_upward_lazy_import_a_cycle_and_an_unplaced_module(tm
     })
     found = _checker().violations(package, strict=False)
     assert found == [
-        "upward: pytest_trt.errors (layer 0) imports pytest_trt.golden (layer 5)",
         "upward: pytest_trt.errors (layer 0) imports pytest_trt.golden.store (layer 5)",
         "unplaced: pytest_trt.mystery (add 'mystery' to a layer in scripts/import_graph.py)",
         "cycle: pytest_trt.golden.store <-> pytest_trt.golden.verify",
+    ]
+
+
+def test_checker_counts_type_checking_imports_and_refuses_imports_of_the_facade(tmp_path: Path) -> None:
+    package = _write(tmp_path, {
+        "__init__.py": "__version__ = '1'\n",
+        "errors.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pytest_trt.golden.store import X\n",
+        "golden/__init__.py": "",
+        "golden/store.py": "from pytest_trt import __version__\nfrom pytest_trt import errors\nX = 1\n",
+    })
+    checker = _checker()
+    assert checker.violations(package) == [
+        "facade: pytest_trt.golden.store imports pytest_trt itself (the public face sits above every layer: "
+        "import from the defining module)",
+        "upward: pytest_trt.errors (layer 0) imports pytest_trt.golden.store (layer 5)",
+        "cycle: pytest_trt.errors <-> pytest_trt.golden.store",
+    ]
+    # the lenient count (annotations only) sees neither the TYPE_CHECKING import nor, so, the cycle
+    assert checker.violations(package, strict=False) == [
+        "facade: pytest_trt.golden.store imports pytest_trt itself (the public face sits above every layer: "
+        "import from the defining module)",
     ]

@@ -27,7 +27,7 @@ NOT_LOADED = ("pytest_trt.buildlog", "pytest_trt.config", "pytest_trt.engines.en
               "pytest_trt.testing")
 #: everything a plain ``pytest -q`` run may load of pytest-trt: the hook modules and what their options need
 ALLOWED = {"pytest_trt", "pytest_trt.errors", "pytest_trt.options", "pytest_trt.plugin", "pytest_trt.pytest_plugin",
-           "pytest_trt.backends", "pytest_trt.backends.registry",
+           "pytest_trt.common", "pytest_trt.common.package", "pytest_trt.backends", "pytest_trt.backends.registry",
            "pytest_trt.pytest_plugin.session",
            "pytest_trt.compare", "pytest_trt.compare.thresholds", "pytest_trt.pytest_plugin.collect_errors", "pytest_trt.engines",
            "pytest_trt.engines.current"}
