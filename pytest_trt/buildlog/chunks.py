@@ -14,8 +14,9 @@ def universal_newlines(f: BinaryIO, chunk_bytes: int) -> Iterator[bytes]:
     """``f`` in chunks with CRLF and CR turned into LF (a CR that ends a chunk waits for the next byte)."""
     while chunk := f.read(chunk_bytes):
         if b"\r" in chunk:
-            if chunk.endswith(b"\r"):
-                chunk += f.read(1)
+            # a CR that ends the chunk may be the first half of a CRLF; the byte read to tell can be a CR too
+            while chunk.endswith(b"\r") and (more := f.read(1)):
+                chunk += more
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         yield chunk
 

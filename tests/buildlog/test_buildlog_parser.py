@@ -6,7 +6,7 @@ import io
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pytest_trt.artifact import LogEntry
@@ -303,7 +303,27 @@ _BYTES_PIECES = st.sampled_from([b"\n", b"\r\n", b"\r", b"\xff", b"\xe2\x82", "\
 
 
 @settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"a", b"\r", b"\n", b"\r\n"]), max_size=40), st.integers(1, 8))
+@example([b"\r", b"\r\n"], 1)
+@example([b"a", b"\r", b"\r", b"\r", b"\n"], 2)
+def test_universal_newlines_equals_text_io(pieces: list[bytes], chunk: int) -> None:
+    """CR, CRLF and LF end a line exactly as Python's text layer reads them, wherever the chunks are cut."""
+    from pytest_trt.buildlog.chunks import universal_newlines
+
+    data = b"".join(pieces)
+    expected = io.TextIOWrapper(io.BytesIO(data), encoding="ascii", newline=None).read().encode()
+    assert b"".join(universal_newlines(io.BytesIO(data), chunk)) == expected
+
+
+def test_universal_newlines_cr_then_crlf_across_one_byte_chunks() -> None:
+    from pytest_trt.buildlog.chunks import universal_newlines
+
+    assert b"".join(universal_newlines(io.BytesIO(b"x\r\r\ny"), 1)) == b"x\n\ny"
+
+
+@settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(_SCAN_LINE.map(str.encode), _BYTES_PIECES), max_size=60), st.integers(1, 200))
+@example([b"\r", b"\r\n"], 1)
 def test_binary_scanner_equals_decoded_lines(pieces: list[bytes], chunk: int) -> None:
     """feed_binary (UTF-8 bytes, only kept lines decoded) reads what the decoded text stream gives line by line:
     CR and CRLF line ends (also split across chunks), invalid UTF-8, non-ASCII digits."""
