@@ -58,7 +58,7 @@ def _tarinfo(name: str, size: int) -> tarfile.TarInfo:
 
 
 #: members whose data is stored in the gzip stream, not deflated: a serialized engine is weights and kernels that
-#: gzip -1 shrank by ~10 % for ~0.6 s on a 14.5 MB MobileNetV2 engine, more than its build (issue #14)
+#: gzip -1 shrank by ~10 % for ~0.6 s on a 14.5 MB MobileNetV2 engine, more than its build
 STORED_MEMBERS = frozenset({"engine.plan"})
 _STORED_BLOCK = 0xFFFF  # the largest deflate stored block
 #: BFINAL 0 and BTYPE 00 (stored), LEN, NLEN: the header of every full block but a member's last

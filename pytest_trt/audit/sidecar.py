@@ -5,9 +5,8 @@ manifest (and signature), the digest of the *inputs* it was made from (see
 :func:`pytest_trt.audit.bundle.inputs_digest`), the bundle file's sha256, size and mtime, and its golden
 verdicts.  On a cache hit the recorder computes the inputs digest (a few small
 hashes, no member is built) and, when it matches the sidecar of an unchanged file,
-the bundle is neither rebuilt nor rewritten and nothing is gunzipped: a 50-test
-suite from cache used to verify and rewrite every bundle with identical bytes, then
-to rebuild every bundle's content only to compare its manifest (issue #14).  When
+the bundle is neither rebuilt nor rewritten and nothing is gunzipped, so a suite
+served from the cache does not rebuild every bundle only to find the same bytes.  When
 the inputs differ (or are unknown: a fresh build) the members are built and their
 manifest compared as before, so equal content is still never rewritten.
 

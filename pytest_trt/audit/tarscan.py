@@ -25,8 +25,8 @@ import gzip
 import hashlib
 import tarfile
 import zlib
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -121,7 +121,7 @@ class _HashingReader:
 
 
 class _LegacyRebuild:
-    """The writer before issue #14 (the whole tar in one gzip -1 member), for bundles written then.
+    """The earlier bundle writer (the whole tar in one gzip -1 member), so bundles it wrote still verify.
 
     Fed alongside the current writer's rebuild; it stops compressing as soon as the
     file differs from it, so a current bundle costs only its tar headers here.
@@ -198,6 +198,81 @@ def _read_exact(gz: Any, n: int) -> bytes:
     return data
 
 
+def _checked_size(header: bytes, seen: Mapping[str, int], max_size: Callable[[str], int]) -> tuple[str, int]:
+    """The member name and size of ``header``, refused before any of its data is decompressed."""
+    name, size = _check_header(header)
+    if name in seen:
+        raise UnsafeMember(name, "duplicate member")
+    cap = max_size(name)
+    if cap < 0:
+        raise UnsafeMember(name, "unknown member name for this bundle schema")
+    if size > cap:
+        raise ArchiveError(
+            f"member {name} declares {size:,} bytes, more than the {cap:,} accepted for it "
+            "(a decompression bomb or a damaged header); nothing was decompressed"
+        )
+    return name, size
+
+
+def _check_trailer(gz: Any) -> None:
+    """After the end-of-archive marker: zeros only, and not too many of them."""
+    trailing = gz.read(MAX_TRAILING_ZEROS + 1)
+    if trailing.strip(b"\0"):
+        raise UnsafeMember("<end of archive>", "non-zero data after the last member")
+    if len(trailing) > MAX_TRAILING_ZEROS:
+        raise ArchiveError(
+            f"more than {MAX_TRAILING_ZEROS:,} bytes of padding after the last member "
+            "(a decompression bomb or a damaged file)"
+        )
+
+
+@dataclass
+class _Reading:
+    """What one pass over an archive collects, and the two rebuilds it feeds as it reads."""
+
+    rebuilt: Any
+    legacy: _LegacyRebuild
+    comparisons: tuple[_Comparison, _Comparison]
+    chunk: int
+    members: dict[str, bytes] = field(default_factory=dict)
+    hashes: dict[str, str] = field(default_factory=dict)
+    sizes: dict[str, int] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
+    offset: int = 0
+
+    def both(self, data: bytes) -> None:
+        self.rebuilt.write(data)
+        self.legacy.write(data)
+
+    def member(self, gz: Any, name: str, size: int, keep: bool) -> None:
+        """Read one member's data and padding, hashing it and feeding both rebuilds."""
+        self.both(member_header(name, size))
+        stored = name in STORED_MEMBERS
+        pad = -size % BLOCK
+        if stored:
+            self.rebuilt.begin_stored(size + pad)
+        put = self.rebuilt.write_stored if stored else self.rebuilt.write
+        h, kept, left = hashlib.sha256(), [], size
+        while left:
+            _check_progress(self.comparisons[0], self.offset + size - left, self.comparisons[1])
+            block = _read_exact(gz, min(self.chunk, left))
+            left -= len(block)
+            h.update(block)
+            put(block)
+            self.legacy.write(block)
+            if keep:
+                kept.append(block)
+        if pad and _read_exact(gz, pad) != bytes(pad):
+            raise ArchiveError(f"member {name}: non-zero padding after its data")
+        put(bytes(pad))
+        self.legacy.write(bytes(pad))
+        self.offset += BLOCK + size + pad
+        if keep:
+            self.members[name] = b"".join(kept)
+        self.hashes[name], self.sizes[name] = h.hexdigest(), size
+        self.order.append(name)
+
+
 def scan(
     path: Path,
     *,
@@ -213,10 +288,6 @@ def scan(
     says whether the member's bytes are returned (others are only hashed).
     ``OSError`` from opening the file is left to the caller.
     """
-    members: dict[str, bytes] = {}
-    hashes: dict[str, str] = {}
-    sizes: dict[str, int] = {}
-    order: list[str] = []
     comparison = _Comparison()
     legacy_comparison = _Comparison()
     sink = _RebuiltSink(comparison)
@@ -230,70 +301,28 @@ def scan(
             reader: Any = raw  # duck-typed file objects
             writer: Any = sink
             with gzip.GzipFile(fileobj=reader, mode="rb") as gz, SegmentedGzip(writer) as rebuilt:
-                offset = 0
+                reading = _Reading(rebuilt, legacy, (comparison, legacy_comparison), chunk)
                 while True:
                     header = gz.read(BLOCK)
                     if len(header) < BLOCK:
                         raise ArchiveError("archive ends without the end-of-archive marker (truncated file)")
                     if header == bytes(BLOCK):
                         break
-                    name, size = _check_header(header)
-                    if name in sizes:
-                        raise UnsafeMember(name, "duplicate member")
-                    cap = max_size(name)
-                    if cap < 0:
-                        raise UnsafeMember(name, "unknown member name for this bundle schema")
-                    if size > cap:
-                        raise ArchiveError(
-                            f"member {name} declares {size:,} bytes, more than the {cap:,} accepted for it "
-                            "(a decompression bomb or a damaged header); nothing was decompressed"
-                        )
-                    rebuilt.write(member_header(name, size))
-                    legacy.write(member_header(name, size))
-                    stored = name in STORED_MEMBERS
-                    pad = -size % BLOCK
-                    if stored:
-                        rebuilt.begin_stored(size + pad)
-                    put = rebuilt.write_stored if stored else rebuilt.write
-                    h, kept, left = hashlib.sha256(), [], size
-                    while left:
-                        _check_progress(comparison, offset + size - left, legacy_comparison)
-                        block = _read_exact(gz, min(chunk, left))
-                        left -= len(block)
-                        h.update(block)
-                        put(block)
-                        legacy.write(block)
-                        if keep(name):
-                            kept.append(block)
-                    if pad and _read_exact(gz, pad) != bytes(pad):
-                        raise ArchiveError(f"member {name}: non-zero padding after its data")
-                    put(bytes(pad))
-                    legacy.write(bytes(pad))
-                    offset += BLOCK + size + pad
-                    if keep(name):
-                        members[name] = b"".join(kept)
-                    hashes[name], sizes[name] = h.hexdigest(), size
-                    order.append(name)
-                trailing = gz.read(MAX_TRAILING_ZEROS + 1)
-                if trailing.strip(b"\0"):
-                    raise UnsafeMember("<end of archive>", "non-zero data after the last member")
-                if len(trailing) > MAX_TRAILING_ZEROS:
-                    raise ArchiveError(
-                        f"more than {MAX_TRAILING_ZEROS:,} bytes of padding after the last member "
-                        "(a decompression bomb or a damaged file)"
-                    )
-                offset += 2 * BLOCK
-                rebuilt.write(bytes(2 * BLOCK) + bytes(-offset % RECORD))
-                legacy.write(bytes(2 * BLOCK) + bytes(-offset % RECORD))
+                    name, size = _checked_size(header, reading.sizes, max_size)
+                    reading.member(gz, name, size, keep(name))
+                _check_trailer(gz)
+                end = reading.offset + 2 * BLOCK
+                reading.both(bytes(2 * BLOCK) + bytes(-end % RECORD))
             legacy.close()
         except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
             raise ArchiveError(f"not a readable tar.gz archive ({exc})") from None
         raw.drain()
     comparison.finish()
     legacy_comparison.finish()
-    # a bundle written before issue #14 (one gzip -1 member) is canonical for the writer of its time
+    # a bundle of the earlier writer (one gzip -1 member) is canonical if that writer's rebuild matches it
     difference = None if legacy_comparison.first_difference is None else comparison.first_difference
-    return Scan(members, hashes, sizes, tuple(order), raw.hash.hexdigest(), difference)
+    return Scan(reading.members, reading.hashes, reading.sizes, tuple(reading.order), raw.hash.hexdigest(),
+                difference)
 
 
 def _check_progress(comparison: _Comparison, offset: int, legacy: _Comparison | None = None) -> None:

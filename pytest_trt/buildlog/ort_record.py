@@ -36,7 +36,7 @@ How the facts land in :class:`BuildRecord` (documented for the record diff):
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
 import onnx
@@ -192,18 +192,7 @@ def record_from_models(
     layers: list[Layer] = []
     events: list[FusionEvent] = []
     uncertain: list[str] = []
-    # the transpose optimizer moves a model's Transposes (it inserts new ones): a removed one is then
-    # implemented by an inserted Transpose elsewhere, not by the layer a walk would give it to
-    moved_transposes = any(n.op_type == "Transpose" and is_layout(orig, n) for n in opt.nodes) and any(
-        n.op_type == "Transpose" and not opt.has_node(n.name) for n in orig.nodes
-    )
-    # tensors on either side of an inserted Transpose hold the same data in another order: when the
-    # model's own Transposes were moved, the alias across it names a tensor the layer did not compute
-    permuted = (
-        {t for n in opt.nodes if n.op_type == "Transpose" and is_layout(orig, n) for t in [*n.input, *n.output]}
-        if moved_transposes
-        else set()
-    )
+    moved_transposes, permuted = _moved_transposes(orig, opt)
     for i, node in enumerate(opt.nodes):
         layout = is_layout(orig, node)
         produced = [alias[t] for t in node.output if t in alias]
@@ -236,6 +225,40 @@ def record_from_models(
             candidates = ((named,) if named else ()) + FUSION_PASSES.get((node.domain, node.op_type), ())
             pass_name = next((p for p in candidates if p in fired), None)
             events.extend(FusionEvent(pass_name, origins[0], other) for other in origins[1:])
+    return BuildRecord(
+        source="onnxruntime",
+        layers=tuple(layers),
+        fusion_events=tuple(events),
+        layer_counts=(("Original", len(orig.nodes)), ("Optimized", len(opt.nodes))),
+        timings={"session_creation_s": round(log_entries[-1].time, 6)} if log_entries else {},
+        messages=_messages(log_entries, fired, uncertain),
+        backend="onnxruntime",
+        backend_version=backend_version,
+        origins_exact=not uncertain,  # every unmapped, unexplained layer is listed as uncertain
+        unparsed_lines=unparsed_lines,
+        total_lines=sum(e.text.count("\n") + 1 for e in log_entries),
+    )
+
+
+def _moved_transposes(orig: GraphIndex, opt: GraphIndex) -> tuple[bool, set[str]]:
+    """Whether the transpose optimizer moved the model's Transposes, and the tensors its inserted ones touch."""
+    # the transpose optimizer moves a model's Transposes (it inserts new ones): a removed one is then
+    # implemented by an inserted Transpose elsewhere, not by the layer a walk would give it to
+    moved = any(n.op_type == "Transpose" and is_layout(orig, n) for n in opt.nodes) and any(
+        n.op_type == "Transpose" and not opt.has_node(n.name) for n in orig.nodes
+    )
+    # tensors on either side of an inserted Transpose hold the same data in another order: when the
+    # model's own Transposes were moved, the alias across it names a tensor the layer did not compute
+    if not moved:
+        return False, set()
+    layouts = [n for n in opt.nodes if n.op_type == "Transpose" and is_layout(orig, n)]
+    return True, {t for n in layouts for t in [*n.input, *n.output]}
+
+
+def _messages(
+    log_entries: Sequence[LogEntry], fired: Mapping[str, int], uncertain: Sequence[str]
+) -> tuple[Message, ...]:
+    """The session log's warnings and errors, the transformers that fired, and the layers of uncertain origin."""
     messages = [
         Message(e.severity, _message_text(e))
         for e in log_entries
@@ -245,19 +268,7 @@ def record_from_models(
     messages.extend(
         Message("INFO", f"{UNCERTAIN_PREFIX} {name}: origins cannot be traced to its own inputs") for name in uncertain
     )
-    return BuildRecord(
-        source="onnxruntime",
-        layers=tuple(layers),
-        fusion_events=tuple(events),
-        layer_counts=(("Original", len(orig.nodes)), ("Optimized", len(opt.nodes))),
-        timings={"session_creation_s": round(log_entries[-1].time, 6)} if log_entries else {},
-        messages=tuple(messages),
-        backend="onnxruntime",
-        backend_version=backend_version,
-        origins_exact=not uncertain,  # every unmapped, unexplained layer is listed as uncertain
-        unparsed_lines=unparsed_lines,
-        total_lines=sum(e.text.count("\n") + 1 for e in log_entries),
-    )
+    return tuple(messages)
 
 
 def _tensor(name: str, types: dict[str, int], shapes: dict[str, tuple[int, ...]]) -> TensorInfo:

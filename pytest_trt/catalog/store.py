@@ -15,8 +15,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from pytest_trt.catalog.database import connect, with_retries, write_transaction
 from pytest_trt.catalog.fields import CatalogEntry, entry_from_bundle, iso_utc
-from pytest_trt.catalog.schema import connect, with_retries, write_transaction
 
 BUNDLE_GLOB = "*.tar.gz"
 #: the sha256s of one bundle file's versions: the same path and the same engine.  The recorder rewrites a

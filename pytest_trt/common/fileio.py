@@ -204,7 +204,7 @@ def locked(lock_file: Path, *, what: str, timeout: float = LOCK_TIMEOUT_S) -> It
 
 
 #: sha256 of files already hashed, by (path, size, mtime, ctime, inode): a cache key and a golden
-#: check each need the ONNX file's hash, and a 14 MB model took ~10 ms per hash (issue #14).
+#: check each need the ONNX file's hash, and a 14 MB model takes ~10 ms per hash.
 #: ctime changes on every write and cannot be set back by ``os.utime``, so an edited file is rehashed.
 _SHA256_MEMO: dict[tuple[str, int, int, int, int], str] = {}
 

@@ -22,7 +22,7 @@ RESAMPLES = 200
 SEED = 0
 #: Above this many samples the SD of the mean is taken in closed form, ``std(v) / sqrt(n)``
 #: (the value the bootstrap estimates, to within its +-5% resampling noise at 200 draws):
-#: 200 resamples of 268,000 samples took 2.8 s of a 1 GiB golden's 4 s save (issue #14).
+#: 200 resamples of 268,000 samples take 2.8 s of a 1 GiB golden's 4 s save.
 BOOTSTRAP_MAX = 10_000
 #: Drift is judged against ``max(bootstrap SD, SD_FLOOR * max(1, |golden mean|))``.
 #: A near-constant output (a near-uniform classifier: entropy 6.91 +- 1.6e-12 over

@@ -5,7 +5,7 @@ its stream, so GPU work is timed, not the Python around it); every other
 runner is timed with the monotonic ``time.perf_counter_ns`` clock.  Timed
 runs go through ``Engine.run``, the path tests really take.  Results are
 kept per round (and, on the CPU clock, with the CPU time of every run): the
-drift check (:mod:`pytest_trt.compare.timing`) compares per-round statistics
+drift check (:mod:`pytest_trt.compare.latency`) compares per-round statistics
 of two measurements, so one noisy round cannot decide.
 """
 

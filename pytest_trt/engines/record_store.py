@@ -25,8 +25,8 @@ RECORD_FILE = "record.json"
 
 
 def _stamp(folder: Path, result: BuildResult) -> dict[str, Any]:
-    from pytest_trt.common.package import __version__
     from pytest_trt.buildlog.schema import RECORD_SCHEMA
+    from pytest_trt.common.package import __version__
 
     return {"key": folder.name, "engine_sha256": result.engine_sha256, "record_schema": RECORD_SCHEMA,
             "pytest_trt": __version__}
@@ -61,7 +61,7 @@ def load_facts(folder: Path, result: BuildResult) -> dict[str, Any] | None:
     without making the record, or None (no record stored, a stale one, or one stored before facts were).
 
     A cache hit's test report needs only these: reading them skips the record classes and ~200 objects
-    per engine (issue #14: the 50-test suite from the cache).
+    per engine, which a suite served from the cache would otherwise pay per test.
     """
     facts = (_stored(folder, result) or {}).get("facts")
     if not isinstance(facts, dict) or not all(isinstance(facts.get(k), int) for k in ("layers", "fusions")):

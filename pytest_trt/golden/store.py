@@ -41,7 +41,7 @@ FORMAT = "pytest-trt-golden"
 SCHEMA = 1
 CHUNK_BYTES = 1 << 20
 #: Filters chosen per kind of data by measurement (benchmarks/bench_codecs.py on real
-#: MobileNetV2 outputs and normalized images, issue #14; write / read MB/s, size):
+#: MobileNetV2 outputs and normalized images; write / read MB/s, size):
 #: 1000-class logits: every filter keeps >= 85% of the bytes (zstd-1 ~1000 / 760-1480,
 #: 92.5%; blosc-lz4+shuffle 880-1270 / 2000-4900, 86.5%; lzf 100%; gzip 40-70 / 280-780);
 #: feature maps halve (zstd-1 46.6% at 250-500 / 600-1170; gzip-1 48.7% at 60-90 /
@@ -110,7 +110,7 @@ def create_array(group: h5py.Group, name: str, shape: tuple[int, ...], dtype: An
 
     Unfiltered data gains nothing from chunks, and a batch that ends inside a chunk made
     HDF5 write the chunk, evict it and read it back to finish it: contiguous storage
-    wrote 1000-class logits 1.2-3.7x faster in batches of 256 (issue #14).
+    wrote 1000-class logits 1.2-3.7x faster in batches of 256.
     """
     dt = np.dtype(dtype) if dtype is not _STR else dtype
     chunks = chunks_for(shape, dt.itemsize) if filters else None

@@ -3,7 +3,7 @@
 An approved update (``--trt-update-golden --trt-approve``) measures the
 engine and writes ``<golden_dir>/<config name>.timing.json`` (atomically)
 with the per-round numbers, the device and the backend versions.  A check
-measures again and compares with :func:`pytest_trt.compare.timing.timing_drift`;
+measures again and compares with :func:`pytest_trt.compare.latency.timing_drift`;
 a breach is measured once more and fails only when it repeats.  Numbers from
 another device class or backend version are a provenance difference handled
 by the golden provenance policy: under ``compare`` they are compared and the
@@ -30,7 +30,7 @@ from pytest_trt.errors import GoldenCorrupt, GoldenMissing, GoldenTainted
 from pytest_trt.golden.results import GoldenScope
 
 if TYPE_CHECKING:
-    from pytest_trt.compare.timing import DriftVerdict
+    from pytest_trt.compare.latency import DriftVerdict
     from pytest_trt.engines.benchmark import BenchmarkResult
 
 __all__ = ["TimingOptions", "device_class", "split_options", "store", "timing_path", "verify"]
@@ -121,7 +121,7 @@ def _load(scope: GoldenScope, name: str) -> dict[str, Any]:
 def verify(scope: GoldenScope, engine: Any, opts: TimingOptions) -> list[DriftVerdict]:
     """Measure and compare with the timing snapshot; raise GoldenRegression on a drift that repeats."""
     __tracebackhide__ = True
-    from pytest_trt.compare.timing import timing_drift
+    from pytest_trt.compare.latency import timing_drift
     from pytest_trt.engines.benchmark import BenchmarkResult
     from pytest_trt.errors import GoldenRegression
 

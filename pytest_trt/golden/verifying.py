@@ -11,8 +11,8 @@ import numpy as np
 from pytest_trt.buildlog.record_diff import RecordDiff
 from pytest_trt.compare.accumulate import baseline_of
 from pytest_trt.compare.assess import judge
+from pytest_trt.compare.output_summary import summarize_outputs
 from pytest_trt.compare.render import update_command
-from pytest_trt.compare.summary import summarize_outputs
 from pytest_trt.compare.thresholds import ThresholdSet
 from pytest_trt.compare.verdict import ProvenanceChange
 from pytest_trt.errors import GoldenError, GoldenMissing
@@ -114,7 +114,7 @@ def verify(
     failing_structure = structure_text if structure == "fail" else None
     verdict = judge(metrics, limits, problems=problems, provenance=changes, structure_text=failing_structure)
     golden_label = f"{path} [{name}] generation {generation}, {sum(1 for _ in metrics)} outputs"
-    # what the upgrade report draws from (pytest_trt.compare.summary), kept with the verdict in the bundle
+    # what the upgrade report draws from (pytest_trt.compare.output_summary), kept with the verdict in the bundle
     outputs_summary = {**summarize_outputs(accumulators, metrics, limits, labels), "golden_file": str(path)}
     if not verdict.passed or any(c.fatal for c in changes):
         try:

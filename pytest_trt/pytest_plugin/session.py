@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from pytest_trt.pytest_plugin.devices import Pinning
     from pytest_trt.pytest_plugin.golden import GoldenState
     from pytest_trt.pytest_plugin.record import ItemRecord
-    from pytest_trt.pytest_plugin.summary import SummaryData
+    from pytest_trt.pytest_plugin.terminal import SummaryData
 
 #: the plugin name TrtSession registers under
 PLUGIN_NAME = "trt-session"
@@ -290,7 +290,7 @@ class TrtSession:
 
     def summary_data(self) -> SummaryData:
         """What the terminal summary prints: this process's output and its workers', the archive, golden sections."""
-        from pytest_trt.pytest_plugin.summary import SummaryData
+        from pytest_trt.pytest_plugin.terminal import SummaryData
 
         out = self.own_output()
         for worker in self.workers:
@@ -320,7 +320,7 @@ class TrtSession:
         if not (self._provider or self._recorder or self.workers or self.archived
                 or (self._golden is not None and self._golden.has_summary)):
             return  # nothing to say (a run without trt tests): import nothing
-        from pytest_trt.pytest_plugin.summary import write_summary
+        from pytest_trt.pytest_plugin.terminal import write_summary
 
         write_summary(terminalreporter, self.summary_data())
 

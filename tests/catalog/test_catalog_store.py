@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_trt.catalog.schema import MIGRATIONS, SCHEMA_VERSION, CatalogError, connect
+from pytest_trt.catalog.database import MIGRATIONS, SCHEMA_VERSION, CatalogError, connect
 from pytest_trt.catalog.store import Catalog
 from tests.catalog.conftest import CACHE, set_created, verdict
 from tests.conftest import RTX_VERSION

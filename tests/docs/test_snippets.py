@@ -8,6 +8,7 @@ Each block carries its role in an HTML comment on the line before it (docs/devel
     <!-- snippet: run in=clone -->                run in a copy of the repository instead (development pages)
     <!-- snippet: output -->                      what a command prints: shown, not run
     <!-- snippet: skip REASON -->                 not run, for the reason given
+    <!-- snippet: picture -->                     a mermaid diagram the site draws (its test checks what it shows)
 
 A block without a role fails the test, so no snippet escapes.  The blocks of one page run in order in
 one project folder: a copy of examples/, the example models in models/ (examples/models.py) plus a user
@@ -32,7 +33,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-ROLES = ("file", "run", "output", "skip")
+ROLES = ("file", "run", "output", "skip", "picture")
 ROLE = re.compile(r"^\s*<!--\s*snippet:\s*(?P<role>\S+)\s*(?P<arg>.*?)\s*-->\s*$")
 FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
 TIMEOUT = 300
@@ -184,10 +185,12 @@ def test_every_block_has_a_role() -> None:
     for page in PAGES:
         for b in blocks(page):
             if b.role not in ROLES:
-                problems.append(f"{b.where}: no role (<!-- snippet: file PATH | run | output | skip REASON -->)"
+                problems.append(f"{b.where}: no role (<!-- snippet: file PATH | run | output | skip REASON | picture -->)"
                                 if b.role is None else f"{b.where}: unknown role {b.role!r}")
             elif b.role in ("file", "skip") and not b.arg:
                 problems.append(f"{b.where}: {b.role} needs {'a path' if b.role == 'file' else 'a reason'}")
+            elif (b.role == "picture") != (b.info == "mermaid"):
+                problems.append(f"{b.where}: a mermaid block is a picture, and a picture is a mermaid block")
     assert not problems, "\n".join(problems)
 
 

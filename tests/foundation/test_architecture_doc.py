@@ -66,6 +66,16 @@ def doc_layers(text: str) -> tuple[tuple[str, ...], ...]:
     return tuple(rows)
 
 
+def picture_layers(text: str) -> tuple[tuple[str, ...], ...]:
+    """The mermaid picture of the "Layers" section: per box ``L<n>["<n> <title>: a, b"]``, its module names."""
+    block = re.search(r"^```mermaid\n(.*?)^```", section(text, "Layers"), flags=re.M | re.S)
+    assert block is not None, "the Layers section of docs/ARCHITECTURE.md has no mermaid picture"
+    boxes = re.findall(r'^\s*L(\d+)\["(\d+) [^":]*: ([^"]*)"\]', block.group(1), flags=re.M)
+    assert all(a == b for a, b, _ in boxes), boxes
+    assert [int(a) for a, _, _ in boxes] == list(range(len(boxes))), "boxes out of order"
+    return tuple(tuple(n.strip() for n in names.split(",")) for _, _, names in boxes)
+
+
 def import_graph() -> ModuleType:
     spec = importlib.util.spec_from_file_location("import_graph", ROOT / "scripts" / "import_graph.py")
     assert spec is not None and spec.loader is not None
@@ -119,6 +129,12 @@ def test_every_path_the_doc_names_exists(doc: str) -> None:
 
 def test_layers_are_the_import_rules(doc: str) -> None:
     assert doc_layers(doc) == import_graph().LAYERS
+
+
+def test_the_layers_picture_shows_the_import_rules(doc: str) -> None:
+    assert picture_layers(doc) == import_graph().LAYERS
+    moved = doc.replace('L3["3 comparing outputs: compare"]', 'L3["3 comparing outputs: compare, golden"]', 1)
+    assert moved != doc and picture_layers(moved) != import_graph().LAYERS
 
 
 def test_every_package_name_in_the_doc_imports(doc: str, monkeypatch: pytest.MonkeyPatch) -> None:

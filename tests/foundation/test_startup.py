@@ -21,7 +21,7 @@ NOT_LOADED = ("pytest_trt.buildlog", "pytest_trt.config", "pytest_trt.engines.en
               "pytest_trt.pytest_plugin.invocation", "pytest_trt.pytest_plugin.report", "pytest_trt.calibration", "pytest_trt.golden.workflow",
               # what only an option, an engine or pytest-xdist asks for
               "pytest_trt.pytest_plugin.audit", "pytest_trt.pytest_plugin.archive", "pytest_trt.pytest_plugin.devices",
-              "pytest_trt.pytest_plugin.channel", "pytest_trt.pytest_plugin.summary", "pytest_trt.golden.provenance",
+              "pytest_trt.pytest_plugin.channel", "pytest_trt.pytest_plugin.terminal", "pytest_trt.golden.provenance",
               "pytest_trt.pytest_plugin.golden", "pytest_trt.pytest_plugin.record", "pytest_trt.pytest_plugin.engines",
               # the helpers for tests (fake backend, golden lifecycle): only what a test imports
               "pytest_trt.testing")

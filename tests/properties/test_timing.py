@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pytest_trt import BuildConfig, OrtOptions
-from pytest_trt.compare.timing import bootstrap_ratio, timing_drift
+from pytest_trt.compare.latency import bootstrap_ratio, timing_drift
 from pytest_trt.engines.benchmark import BenchmarkResult
 from tests.properties.conftest import MNV2_PROFILE, ort_engine, rng_images
 
