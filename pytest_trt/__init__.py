@@ -8,8 +8,6 @@ TensorRT, ONNX Runtime or h5py.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pytest_trt.errors import (

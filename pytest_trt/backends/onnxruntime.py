@@ -287,7 +287,7 @@ class OrtBackend(registry.RegistryVersions):
 
 def _explicit(config: BuildConfig) -> BuildConfig:
     """A calibrated config as ONNX Runtime runs it: the Q/DQ model (explicit quantization), typed precision."""
-    from pytest_trt.calibration.pin import EXPLICIT_METHODS
+    from pytest_trt.common.calibration import EXPLICIT_METHODS
 
     calib = config.calibration
     assert calib is not None

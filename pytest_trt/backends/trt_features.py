@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from pytest_trt.calibration.pin import EXPLICIT_METHODS, IMPLICIT_CALIBRATORS
+from pytest_trt.common.calibration import EXPLICIT_METHODS, IMPLICIT_CALIBRATORS
 
 if TYPE_CHECKING:
-    from pytest_trt.calibration.pin import Calibration
+    from pytest_trt.common.calibration import Calibration
     from pytest_trt.errors import UnsupportedOption
 
 #: precision -> builder flags it needs, where the API has precision flags at all.

@@ -1,7 +1,7 @@
 """What a backend does with a calibrated config: one code path for TensorRT-RTX, TensorRT 11 and ONNX Runtime.
 
 Strongly typed builders take INT8 from Q/DQ nodes, so a config with
-``precision='int8'`` and an explicit :class:`~pytest_trt.calibration.pin.Calibration`
+``precision='int8'`` and an explicit :class:`~pytest_trt.common.calibration.Calibration`
 is built as the Q/DQ model (``precision='typed'``), and the result is put
 back under the pinned config: same config JSON, config hash and ONNX
 sha256, with the calibration facts in ``extra``.

@@ -35,7 +35,7 @@ from pytest_trt.common.fileio import replace_directory, sha256_file
 from pytest_trt.errors import BackendUnavailable, BuildFailed, ConfigError
 
 if TYPE_CHECKING:
-    from pytest_trt.calibration.pin import Calibration
+    from pytest_trt.common.calibration import Calibration
     from pytest_trt.config import BuildConfig
 
 STORE_SCHEMA = 1

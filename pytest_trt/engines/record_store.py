@@ -25,8 +25,8 @@ RECORD_FILE = "record.json"
 
 
 def _stamp(folder: Path, result: BuildResult) -> dict[str, Any]:
-    from pytest_trt.common.package import __version__
     from pytest_trt.buildlog.schema import RECORD_SCHEMA
+    from pytest_trt.common.package import __version__
 
     return {"key": folder.name, "engine_sha256": result.engine_sha256, "record_schema": RECORD_SCHEMA,
             "pytest_trt": __version__}
