@@ -165,9 +165,10 @@ def _calibrate(config: BuildConfig, calib: Calibration, data_sha256: str | None)
     from pytest_trt.calibration.ranges import compute_ranges
 
     t0 = time.perf_counter()
-    used = pinned_samples(calib, input_name=_single_input(config))
-    ranges = _existing_cache(config, calib)
+    input_name = _single_input(config)
+    ranges = _existing_cache(config, calib)  # the pinned cache, when it holds this algorithm's scales
     source = "cache" if ranges is not None else "calibrator"
+    used = pinned_samples(calib, input_name=input_name)  # counted and recorded either way
     if ranges is None:
         batches = used.batches(calib.batch_size)
         with contextlib.redirect_stdout(io.StringIO()):
