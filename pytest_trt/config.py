@@ -7,7 +7,7 @@ stable ``config_hash`` together with the ONNX file's bytes and, for a
 calibrated config, the calibration data's digest (computed by
 :mod:`pytest_trt.calibration.data` and handed in).  Its parts are
 :class:`~pytest_trt.common.profile.Profile` and
-:class:`~pytest_trt.calibration.pin.Calibration`, re-exported here.
+:class:`~pytest_trt.common.calibration.Calibration`, re-exported here.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from pytest_trt.calibration.pin import CALIBRATION_ALGORITHMS, EXPLICIT_METHODS, IMPLICIT_CALIBRATORS, Calibration
+from pytest_trt.common.calibration import CALIBRATION_ALGORITHMS, EXPLICIT_METHODS, IMPLICIT_CALIBRATORS, Calibration
 from pytest_trt.common.fileio import sha256_file
 from pytest_trt.common.profile import InputRange, Profile, Shape
 from pytest_trt.common.units import parse_size

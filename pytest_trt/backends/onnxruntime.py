@@ -190,15 +190,14 @@ class OrtBackend(registry.RegistryVersions):
     def build(self, request: BuildRequest | BuildConfig) -> BuildResult:
         """Build a request made by this backend (validated once, when made); a bare config is made into one."""
         request = as_request(self, request)
-        config = request.config
-        if config.calibration is not None:
+        if request.config.calibration is not None:
             from pytest_trt.calibration.building import build_explicit
 
-            return build_explicit(config, lambda typed: self._build_validated(typed, request, typed.onnx_sha256),
-                                  onnx_sha256=request.onnx_sha256, data_sha256=request.data_sha256)
-        return self._build_validated(config, request, request.onnx_sha256)
+            # the Q/DQ model is built under this request; the result is put back under the pinned config
+            return build_explicit(request, lambda typed: self._build_validated(typed, request))
+        return self._build_validated(request.config, request)
 
-    def _build_validated(self, config: BuildConfig, request: BuildRequest, onnx_sha256: str) -> BuildResult:
+    def _build_validated(self, config: BuildConfig, request: BuildRequest) -> BuildResult:
         ort = _ort()
         opts = _options(config)
         wall0, t0 = time.time(), time.perf_counter()
@@ -227,9 +226,8 @@ class OrtBackend(registry.RegistryVersions):
             engine = saved.read_bytes()
         effective = self._effective(session, config, opts, log)
         return BuildResult(
-            backend=NAME, engine=engine, log=log, config=config.to_json(request.data_sha256),
-            effective_config=effective, config_hash=config.hash_with(onnx_sha256, request.data_sha256),
-            onnx_sha256=onnx_sha256,
+            backend=NAME, engine=engine, log=log, config=request.config_json,
+            effective_config=effective, config_hash=request.config_hash, onnx_sha256=request.onnx_sha256,
             durations={"parse": parse_s, "build": build_s}, versions=dict(request.versions),
             device=dict(request.device), extra={"log_unparsed_lines": unparsed},
             backend_version=request.versions["backend"],
@@ -287,7 +285,7 @@ class OrtBackend(registry.RegistryVersions):
 
 def _explicit(config: BuildConfig) -> BuildConfig:
     """A calibrated config as ONNX Runtime runs it: the Q/DQ model (explicit quantization), typed precision."""
-    from pytest_trt.calibration.pin import EXPLICIT_METHODS
+    from pytest_trt.common.calibration import EXPLICIT_METHODS
 
     calib = config.calibration
     assert calib is not None

@@ -83,40 +83,16 @@ class TensorRTBackend(registry.RegistryVersions):
     # -- validation ----------------------------------------------------
     def validate(self, config: BuildConfig) -> None:
         """Refuse, with the reason and the alternative, anything this module cannot honour."""
+        from pytest_trt.backends.trt_features import check_precision
+
         f = self.features
         product = f"{'TensorRT-RTX' if f.is_rtx else 'TensorRT'} {f.version}"
 
         def refuse(option: str, why: str) -> UnsupportedOption:
             return UnsupportedOption(f"BuildConfig {config.name!r}: {option}: {why}", backend=self.name, option=option)
 
-        precision = config.precision
-        if config.calibration is not None:
-            from pytest_trt.backends.trt_features import check_calibration
-
-            precision = check_calibration(config.calibration, precision, f, product, refuse)
         registry.check_options(self.name, config, product)
-        typed = f.strongly_typed_only or precision == "typed"
-        wanted = f.precision_flags(precision)
-        missing = [flag for flag in wanted if not f.usable_flag(flag, strongly_typed=typed)]
-        if missing or (precision == "best" and not wanted):
-            raise refuse(
-                f"precision={precision!r}",
-                f"{product} has no usable {'/'.join(missing) or 'reduced-precision'} builder flag: it builds strongly "
-                "typed networks whose precision comes from the ONNX model's types. Convert the model (e.g. to FP16 "
-                "with onnxconverter-common) or quantize it with explicit Q/DQ nodes, then use precision='typed'.",
-            )
-        if precision == "typed" and not f.strongly_typed_only and "STRONGLY_TYPED" not in f.network_flags:
-            raise refuse("precision='typed'", f"{product} has no STRONGLY_TYPED network flag (added in TensorRT 9/10)")
-        for flag in config.flags:
-            if flag not in f.builder_flags:
-                available = sorted(n for n in f.builder_flags if f.usable_flag(n, strongly_typed=typed))
-                have = ", ".join(available)
-                raise refuse(f"flags[{flag!r}]", f"{product} has no builder flag {flag}; it has: {have}")
-            if not f.usable_flag(flag, strongly_typed=typed):
-                raise refuse(
-                    f"flags[{flag!r}]",
-                    f"{product} refuses {flag} in a strongly typed build: precision comes from the ONNX model's types",
-                )
+        check_precision(f, config, product, refuse)
         for pool in config.memory_pool_limits:
             if MEMORY_POOLS[pool] not in f.memory_pools:
                 raise refuse(f"memory_pool_limits[{pool!r}]", f"{product} has no memory pool {MEMORY_POOLS[pool]}")
@@ -154,15 +130,14 @@ class TensorRTBackend(registry.RegistryVersions):
     def build(self, request: BuildRequest | BuildConfig) -> BuildResult:
         """Build a request made by this backend (validated once, when made); a bare config is made into one."""
         request = as_request(self, request)
-        config = request.config
-        if config.calibration is not None and not self.features.calibrators_usable:
+        if request.config.calibration is not None and not self.features.calibrators_usable:
             from pytest_trt.calibration.building import build_explicit
 
-            return build_explicit(config, lambda typed: self._build_checked(typed, request, typed.onnx_sha256),
-                                  onnx_sha256=request.onnx_sha256, data_sha256=request.data_sha256)
-        return self._build_checked(config, request, request.onnx_sha256)
+            # the Q/DQ model is built under this request; the result is put back under the pinned config
+            return build_explicit(request, lambda typed: self._build_checked(typed, request))
+        return self._build_checked(request.config, request)
 
-    def _build_checked(self, config: BuildConfig, request: BuildRequest, onnx_sha: str) -> BuildResult:
+    def _build_checked(self, config: BuildConfig, request: BuildRequest) -> BuildResult:
         from pytest_trt.backends.trt_logger import capture_logger
 
         trt = self.trt
@@ -170,7 +145,7 @@ class TensorRTBackend(registry.RegistryVersions):
         with _BUILD_LOCK:
             logger.start()
             try:
-                result = self._build_locked(config, request, logger, onnx_sha)
+                result = self._build_locked(config, request, logger)
             except BuildFailed as exc:
                 exc.context.setdefault("log", tuple(logger.stop()))
                 raise
@@ -183,9 +158,9 @@ class TensorRTBackend(registry.RegistryVersions):
             final.start_engine_digest(digest)
             return final
 
-    def _build_locked(self, config: BuildConfig, request: BuildRequest, logger: Any, onnx_sha: str) -> BuildResult:
+    def _build_locked(self, config: BuildConfig, request: BuildRequest, logger: Any) -> BuildResult:
         from pytest_trt.backends.onnx_limits import unsupported_reason
-        from pytest_trt.backends.trt_apply import apply_config, check_network_inputs, read_back
+        from pytest_trt.backends.trt_apply import configure
 
         trt, f = self.trt, self.features
         builder = trt.Builder(logger)
@@ -213,15 +188,13 @@ class TensorRTBackend(registry.RegistryVersions):
                 config_name=config.name,
                 stage="parse",
             )
-        check_network_inputs(network, config)
-        builder_config = builder.create_builder_config()
-        profiles, timing_cache = apply_config(trt, f, builder, builder_config, network, config)
-        effective = read_back(trt, f, builder_config, network, profiles, config)
+        configured = configure(trt, f, builder, network, config)
+        builder_config, effective = configured.builder_config, configured.effective
         if config.calibration is not None:  # implicit INT8 (TensorRT <= 10): a calibrator on the config
             from pytest_trt.backends.trt_calibrator import attach_calibrator
 
             calibrator, effective["calibrator"] = attach_calibrator(  # noqa: F841 - alive during the build
-                trt, builder_config, config, profiles)
+                trt, builder_config, config, configured.profiles)
         t1 = time.perf_counter()
         serialized = builder.build_serialized_network(network, builder_config)
         build_s = time.perf_counter() - t1
@@ -237,16 +210,16 @@ class TensorRTBackend(registry.RegistryVersions):
             from pytest_trt.calibration.implicit import check_pinned_cache
 
             check_pinned_cache(config)
-        if timing_cache is not None and config.timing_cache is not None:
+        if configured.timing_cache is not None and config.timing_cache is not None:
             write_bytes_atomic(config.timing_cache, bytes(memoryview(builder_config.get_timing_cache().serialize())))
         return build_result(
             backend=self.name,
             version=request.versions["backend"],
             versions=self.result_versions(dict(request.versions)),
             engine=bytes(memoryview(serialized)),
-            config=config,
+            config=request.config,  # the pinned config, also for its Q/DQ model's build
             effective=effective,
-            onnx_sha256=onnx_sha,
+            onnx_sha256=request.onnx_sha256,
             durations={"parse": parse_s, "build": build_s},
             device=dict(request.device),
             data_sha256=request.data_sha256,

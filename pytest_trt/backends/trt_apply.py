@@ -7,11 +7,33 @@ ignores a setting cannot slip through.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pytest_trt.backends.trt_features import Features
 from pytest_trt.config import MEMORY_POOLS, BuildConfig
 from pytest_trt.errors import BuildFailed, ConfigError
+
+
+@dataclass(frozen=True)
+class Configured:
+    """A builder config set exactly as pinned, and what was read back from it."""
+
+    builder_config: Any
+    profiles: list[Any]
+    timing_cache: Any  # None without a timing cache
+    effective: dict[str, Any]
+
+
+def configure(trt: Any, f: Features, builder: Any, network: Any, config: BuildConfig) -> Configured:
+    """Check the network's inputs against the profiles, make and set the builder config, read it back.
+
+    One call, so a setting the builder silently ignores fails here, before any build time is spent.
+    """
+    check_network_inputs(network, config)
+    bc = builder.create_builder_config()
+    profiles, cache = apply_config(trt, f, builder, bc, network, config)
+    return Configured(bc, profiles, cache, read_back(trt, f, bc, network, profiles, config))
 
 
 def network_inputs(network: Any) -> dict[str, tuple[int, ...]]:

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from pytest_trt.calibration.pin import EXPLICIT_METHODS, IMPLICIT_CALIBRATORS
+from pytest_trt.common.calibration import EXPLICIT_METHODS, IMPLICIT_CALIBRATORS
 
 if TYPE_CHECKING:
-    from pytest_trt.calibration.pin import Calibration
+    from pytest_trt.common.calibration import Calibration
+    from pytest_trt.config import BuildConfig
     from pytest_trt.errors import UnsupportedOption
 
 #: precision -> builder flags it needs, where the API has precision flags at all.
@@ -190,3 +191,37 @@ def check_calibration(
                      f"{product} cannot build INT8 Q/DQ models ({broken}); upgrade to TensorRT-RTX 1.7 "
                      "(pip install 'tensorrt-rtx>=1.7') or build this config with --trt-backend onnxruntime")
     return "typed"
+
+
+def check_precision(
+    f: Features, config: BuildConfig, product: str, refuse: Callable[[str, str], UnsupportedOption]
+) -> None:
+    """Refuse a precision, calibration or builder flag of ``config`` this module cannot honour, in one pass.
+
+    The precision checked is the one the builder sees: a calibrated config on a strongly typed module is built
+    as its Q/DQ model, ``typed``.
+    """
+    precision = config.precision
+    if config.calibration is not None:
+        precision = check_calibration(config.calibration, precision, f, product, refuse)
+    typed = f.strongly_typed_only or precision == "typed"
+    wanted = f.precision_flags(precision)
+    missing = [flag for flag in wanted if not f.usable_flag(flag, strongly_typed=typed)]
+    if missing or (precision == "best" and not wanted):
+        raise refuse(
+            f"precision={precision!r}",
+            f"{product} has no usable {'/'.join(missing) or 'reduced-precision'} builder flag: it builds strongly "
+            "typed networks whose precision comes from the ONNX model's types. Convert the model (e.g. to FP16 "
+            "with onnxconverter-common) or quantize it with explicit Q/DQ nodes, then use precision='typed'.",
+        )
+    if precision == "typed" and not f.strongly_typed_only and "STRONGLY_TYPED" not in f.network_flags:
+        raise refuse("precision='typed'", f"{product} has no STRONGLY_TYPED network flag (added in TensorRT 9/10)")
+    for flag in config.flags:
+        if flag not in f.builder_flags:
+            available = sorted(n for n in f.builder_flags if f.usable_flag(n, strongly_typed=typed))
+            raise refuse(f"flags[{flag!r}]", f"{product} has no builder flag {flag}; it has: {', '.join(available)}")
+        if not f.usable_flag(flag, strongly_typed=typed):
+            raise refuse(
+                f"flags[{flag!r}]",
+                f"{product} refuses {flag} in a strongly typed build: precision comes from the ONNX model's types",
+            )

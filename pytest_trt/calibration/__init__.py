@@ -1,5 +1,6 @@
 """INT8 calibration under test: pinned data and algorithm, ranges, Q/DQ models, TensorRT-format caches.
 
+* the pin itself, :class:`Calibration`, is a value of :mod:`pytest_trt.common.calibration` (re-exported here);
 * :mod:`.data`: calibration samples from globs, HDF5, a GoldenDataset or a callable;
 * :mod:`.ranges`: activation ranges from ONNX Runtime's calibrators set up like TensorRT's;
 * :mod:`.qdq`: the Q/DQ model TensorRT-RTX / TensorRT 11 / ONNX Runtime build;
@@ -25,12 +26,14 @@ if TYPE_CHECKING:
         write_calibration_cache,
     )
     from pytest_trt.buildlog.calibfacts import CalibrationFacts, calibration_facts
+    from pytest_trt.common.calibration import Calibration
     from pytest_trt.errors import CalibrationCacheError
 
 #: re-exported on first use: the engine provider imports ``.store`` from every pytest session, and
 #: importing this package must not load the buildlog parser then (start-up cost, issue #14)
 _LAZY = {
     "CalibrationCacheError": "pytest_trt.errors",
+    "Calibration": "pytest_trt.common.calibration",
     **dict.fromkeys(("CacheComparison", "CalibrationCache", "compare_caches",
                      "format_calibration_cache", "parse_calibration_cache", "read_calibration_cache",
                      "write_calibration_cache"), "pytest_trt.buildlog.calibcache"),
@@ -46,6 +49,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "CacheComparison",
+    "Calibration",
     "CalibrationCache",
     "CalibrationCacheError",
     "CalibrationFacts",

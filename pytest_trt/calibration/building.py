@@ -1,7 +1,7 @@
 """What a backend does with a calibrated config: one code path for TensorRT-RTX, TensorRT 11 and ONNX Runtime.
 
 Strongly typed builders take INT8 from Q/DQ nodes, so a config with
-``precision='int8'`` and an explicit :class:`~pytest_trt.calibration.pin.Calibration`
+``precision='int8'`` and an explicit :class:`~pytest_trt.common.calibration.Calibration`
 is built as the Q/DQ model (``precision='typed'``), and the result is put
 back under the pinned config: same config JSON, config hash and ONNX
 sha256, with the calibration facts in ``extra``.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from pytest_trt.artifact import BuildResult
@@ -25,32 +25,39 @@ CALIBRATION_CACHE = "calibration_cache"
 QDQ_SHA256 = "qdq_model_sha256"
 
 
-def typed_config(config: BuildConfig, qdq_model: Path) -> BuildConfig:
-    """The config a strongly typed builder really builds: the Q/DQ model, precision from its types."""
-    return config.replace(onnx=qdq_model, precision="typed", calibration=None)
+class Pinned(Protocol):
+    """What the explicit path reads of a build request (a :class:`~pytest_trt.backends.request.BuildRequest`)."""
+
+    @property
+    def config(self) -> BuildConfig: ...
+    @property
+    def onnx_sha256(self) -> str: ...
+    @property
+    def data_sha256(self) -> str | None: ...
+    @property
+    def config_hash(self) -> str: ...
+    @property
+    def config_json(self) -> dict[str, Any]: ...
 
 
-def build_explicit(
-    config: BuildConfig, build: Callable[[BuildConfig], BuildResult], *, onnx_sha256: str, data_sha256: str | None
-) -> BuildResult:
-    """Calibrate (or take the stored calibration), build the Q/DQ model with ``build``, re-pin the result.
+def build_explicit(request: Pinned, build: Callable[[BuildConfig], BuildResult]) -> BuildResult:
+    """Calibrate once for ``request`` (or take the stored calibration), build the Q/DQ model, re-pin the result.
 
-    ``onnx_sha256`` and ``data_sha256`` are the build request's digests of the ONNX file and the calibration data.
+    The request's digests (ONNX, calibration data) and its config JSON and hash are used as computed: the result
+    is recorded under the pinned config, with the calibration facts in ``extra``.
     """
     from pytest_trt.calibration.explicit import calibrate_explicit
 
-    onnx_sha = onnx_sha256
-    outcome = calibrate_explicit(config, onnx_sha256=onnx_sha, data_sha256=data_sha256)
-    built = build(typed_config(config, outcome.qdq_model))
+    outcome = calibrate_explicit(request.config, onnx_sha256=request.onnx_sha256, data_sha256=request.data_sha256)
+    built = build(outcome.typed_config)
     info = dict(outcome.info)
     seconds = 0.0 if outcome.from_store else float(info.get("seconds", {}).get("total", 0.0))
-    effective = {**built.effective_config, "precision": config.precision, "quantization": "explicit-qdq",
+    effective = {**built.effective_config, "precision": request.config.precision, "quantization": "explicit-qdq",
                  "calibration_algorithm": info["algorithm"]}
     extra = {**built.extra, CALIBRATION: {**info, "from_store": outcome.from_store},
              CALIBRATION_CACHE: outcome.cache_text, QDQ_SHA256: info["qdq_model_sha256"]}
     return dataclasses.replace(
-        built, config=config.to_json(data_sha256), config_hash=config.hash_with(onnx_sha, data_sha256),
-        onnx_sha256=onnx_sha,
+        built, config=request.config_json, config_hash=request.config_hash, onnx_sha256=request.onnx_sha256,
         effective_config=effective, extra=extra, durations={**built.durations, "calibration": seconds},
     )
 

@@ -1,4 +1,4 @@
-"""Calibration samples: one loader for every source a :class:`~pytest_trt.calibration.pin.Calibration` accepts.
+"""Calibration samples: one loader for every source a :class:`~pytest_trt.common.calibration.Calibration` accepts.
 
 Sources: a glob of ``.npy`` (one array per file, for the model's single
 input) or ``.npz`` files (keys are input names), an HDF5 file (root datasets,
@@ -23,7 +23,7 @@ from pytest_trt.common.samples import samples_digest
 from pytest_trt.errors import ConfigError
 
 if TYPE_CHECKING:
-    from pytest_trt.calibration.pin import Calibration
+    from pytest_trt.common.calibration import Calibration
 
 LABELS = "labels"
 HDF5_SUFFIXES = (".h5", ".hdf5")

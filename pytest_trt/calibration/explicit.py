@@ -35,7 +35,7 @@ from pytest_trt.common.fileio import replace_directory, sha256_file
 from pytest_trt.errors import BackendUnavailable, BuildFailed, ConfigError
 
 if TYPE_CHECKING:
-    from pytest_trt.calibration.pin import Calibration
+    from pytest_trt.common.calibration import Calibration
     from pytest_trt.config import BuildConfig
 
 STORE_SCHEMA = 1
@@ -50,6 +50,7 @@ class ExplicitCalibration:
     folder: Path
     info: dict[str, Any]  # calibration.json: algorithm, quantizer, header, ranges, class counts, seconds ...
     from_store: bool
+    typed_config: BuildConfig  # what a strongly typed builder builds: the Q/DQ model, precision from its types
 
     @property
     def qdq_model(self) -> Path:
@@ -68,6 +69,7 @@ def store_key(config: BuildConfig, onnx_sha256: str, data_sha256: str | None) ->
     import onnxruntime
 
     assert config.calibration is not None
+    cache = config.calibration.cache
     material = {
         "schema": STORE_SCHEMA,
         "onnx_sha256": onnx_sha256,
@@ -75,22 +77,27 @@ def store_key(config: BuildConfig, onnx_sha256: str, data_sha256: str | None) ->
         "onnxruntime": onnxruntime.__version__,
         "calibrator_settings": METHODS.get(config.calibration.algorithm),
         "qdq_options": TENSORRT_QDQ_OPTIONS,
-        # an existing cache file is the source of the ranges (as with TensorRT's calibrators), so its bytes count
-        "cache_file_sha256": _file_sha256(config.calibration.cache),
+        # an existing cache file is the source of the ranges (as with TensorRT's calibrators), so its bytes count;
+        # a calibration cache is a few KiB, read whole
+        "cache_file_sha256": (hashlib.sha256(Path(cache).read_bytes()).hexdigest()
+                              if cache is not None and Path(cache).is_file() else None),
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
-def _file_sha256(path: Path | str | None) -> str | None:
-    return sha256_file(path) if path is not None and Path(path).is_file() else None
+def typed_config(config: BuildConfig, qdq_model: Path) -> BuildConfig:
+    """The config a strongly typed builder really builds: the Q/DQ model, precision from its types."""
+    return config.replace(onnx=qdq_model, precision="typed", calibration=None)
 
 
 def calibrate_explicit(
     config: BuildConfig, *, onnx_sha256: str | None = None, data_sha256: str | None = None
 ) -> ExplicitCalibration:
-    """Calibrate ``config`` (or take the stored result); check the pinned cache hash; return the outcome.
+    """Calibrate ``config`` (or take the stored result); write and check the pinned cache; return the outcome.
 
-    ``onnx_sha256`` and ``data_sha256`` are the digests the build request computed (computed here when not given).
+    One pass: the store key, the stored calibration or a new one (samples, ranges, Q/DQ model, cache text), the
+    pinned cache file. ``onnx_sha256`` and ``data_sha256`` are the digests the build request computed (computed
+    here when not given).
     """
     calib = config.calibration
     if importlib.util.find_spec("onnxruntime") is None:
@@ -100,36 +107,37 @@ def calibrate_explicit(
     if calib is None or not calib.explicit:
         raise ConfigError(f"BuildConfig {config.name!r}: explicit quantization needs Calibration(algorithm=...) "
                           "one of minmax, entropy, percentile, distribution", field="calibration.algorithm")
-    onnx_sha = onnx_sha256 or config.onnx_sha256
     data_sha = data_sha256 or config.data_sha256
-    folder = store_root() / (key := store_key(config, onnx_sha, data_sha))[:2] / key
-    outcome = _load(folder)
-    if outcome is None:
-        outcome = _store(folder, _calibrate(config, calib, data_sha))
+    key = store_key(config, onnx_sha256 or config.onnx_sha256, data_sha)
+    folder = store_root() / key[:2] / key
+    info = _stored_info(folder)
+    from_store = info is not None
+    if info is None:
+        info = _store(folder, *_calibrate(config, calib, data_sha))
+    outcome = ExplicitCalibration(folder, info, from_store, typed_config(config, folder / QDQ_FILE))
     _sync_cache_file(config, calib, outcome)
     return outcome
 
 
-def _load(folder: Path) -> ExplicitCalibration | None:
+def _stored_info(folder: Path) -> dict[str, Any] | None:
+    """calibration.json of a complete store folder (both files as it hashes them), else None."""
     try:
-        info = json.loads((folder / INFO_FILE).read_text(encoding="utf-8"))
+        info: dict[str, Any] = json.loads((folder / INFO_FILE).read_text(encoding="utf-8"))
         ok = (sha256_file(folder / QDQ_FILE) == info["qdq_model_sha256"]
               and sha256_file(folder / CACHE_FILE) == info["cache_sha256"])
     except (OSError, ValueError, KeyError):
         return None
-    return ExplicitCalibration(folder, info, from_store=True) if ok else None
+    return info if ok else None
 
 
-def _store(folder: Path, parts: tuple[bytes, str, dict[str, Any]]) -> ExplicitCalibration:
-    qdq, cache_text, info = parts
-
+def _store(folder: Path, qdq: bytes, cache_text: str, info: dict[str, Any]) -> dict[str, Any]:
     def fill(tmp: Path) -> None:
         (tmp / QDQ_FILE).write_bytes(qdq)
         (tmp / CACHE_FILE).write_text(cache_text, encoding="utf-8")
         (tmp / INFO_FILE).write_text(json.dumps(info, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
     replace_directory(folder, fill)
-    return ExplicitCalibration(folder, info, from_store=False)
+    return info
 
 
 def _existing_cache(config: BuildConfig, calib: Calibration) -> Ranges | None:
@@ -157,9 +165,10 @@ def _calibrate(config: BuildConfig, calib: Calibration, data_sha256: str | None)
     from pytest_trt.calibration.ranges import compute_ranges
 
     t0 = time.perf_counter()
-    used = pinned_samples(calib, input_name=_single_input(config))
-    ranges = _existing_cache(config, calib)
+    input_name = _single_input(config)
+    ranges = _existing_cache(config, calib)  # the pinned cache, when it holds this algorithm's scales
     source = "cache" if ranges is not None else "calibrator"
+    used = pinned_samples(calib, input_name=input_name)  # counted and recorded either way
     if ranges is None:
         batches = used.batches(calib.batch_size)
         with contextlib.redirect_stdout(io.StringIO()):

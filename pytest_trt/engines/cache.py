@@ -75,6 +75,22 @@ class EngineCache:
         self.clean_stale()
         return lock
 
+    def reserve(self, key: str, *, reread: bool) -> tuple[HeldLock, BuildResult | None, str | None]:
+        """Take ``key``'s lock, then (``reread``) look the entry up again: another worker may have built it meanwhile.
+
+        Returns the held lock, the entry found (or None) and, for a corrupt entry moved aside, what happened.
+        """
+        lock = self.acquire(key)
+        if not reread:
+            return lock, None, None
+        try:
+            return lock, self.load(key), None
+        except CacheCorrupt as exc:
+            return lock, None, f"{exc.message} (moved to {self.discard(key)})"
+        except BaseException:
+            lock.release()
+            raise
+
     def load(self, key: str) -> BuildResult | None:
         """The cached result for ``key``; None on a miss. Raises CacheCorrupt on a bad entry."""
         folder = self.entry_dir(key)
@@ -153,6 +169,15 @@ class EngineCache:
 
         replace_directory(final, fill, staging=self.root / "tmp")
         return final
+
+    def write_entry(self, key: str, result: BuildResult, lock: HeldLock, errors: list[str]) -> None:
+        """The writer thread's work: store ``result``, then release the key's lock; a failure is added to ``errors``."""
+        try:
+            self.store(key, result)
+        except BaseException as exc:  # reported by the provider's flush(); the engine in memory is still valid
+            errors.append(f"engine cache entry {self.entry_dir(key)} was not written: {exc}")
+        finally:
+            lock.release()
 
     def save_failure(self, name: str, key: str, log_text: str) -> Path:
         """Keep the log of a failed build (evidence is never lost); return the log path."""

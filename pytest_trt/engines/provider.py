@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_trt.artifact import format_log
 from pytest_trt.backends.request import BuildRequest
@@ -23,6 +23,7 @@ from pytest_trt.errors import BuildFailed, CacheCorrupt, EngineNotBuilt
 if TYPE_CHECKING:
     from pytest_trt.artifact import BuildResult
     from pytest_trt.backends.base import Backend
+    from pytest_trt.common.fileio import HeldLock
     from pytest_trt.config import BuildConfig
     from pytest_trt.engines.engine import Engine
 
@@ -106,18 +107,16 @@ class EngineProvider:
         self._requests[id(config)] = request
         return request
 
-    def _validate(self, request: BuildRequest) -> None:
-        """Validate a request's config before building it, once (a cache hit needs no validation)."""
-        if request.key not in self._validated:
-            self.backend.validate(request.config)
-            self._validated.add(request.key)
-
     def key_for(self, config: BuildConfig) -> str:
         """The engine cache key of ``config``."""
         return self.request_for(config).key
 
     def get(self, config: BuildConfig) -> Engine:
-        """The engine for ``config``: from this session, the cache, or a build."""
+        """The engine for ``config``: from this session, the cache, or a build.
+
+        One path: the request, the cache lookup; on a miss validation (once per key), the key's lock, the
+        lookup again, the build and its entry's writer; then one Engine for whichever result came.
+        """
         from pytest_trt.engines.engine import Engine
 
         backend = self.backend
@@ -126,6 +125,7 @@ class EngineProvider:
         if key in self._by_key:
             return self._by_key[key]
         self.cache.check_folder()
+        result, status = None, "cached"
         if not self.rebuild:
             # no lock to read: entries appear by rename, so a read-only (shared CI) cache serves hits
             try:
@@ -137,37 +137,44 @@ class EngineProvider:
                         "to rebuild it",
                         config_name=config.name,
                     ) from None
-                result = None
-            if result is not None:
-                return self._cached(key, config, result)
-        self._validate(request)  # an unsupported option is reported before "not built"
-        if not self.build_enabled:
-            raise EngineNotBuilt(
-                f"engine {config.name!r} ({backend.name}) is not in the cache {self.cache.root}; "
-                f"run pytest with {self.build_flag} to build it",
-                config_name=config.name,
-            )
-        lock = self.cache.acquire(key)
+        if result is None:
+            if key not in self._validated:  # an unsupported option is reported before "not built"
+                backend.validate(config)
+                self._validated.add(key)
+            if not self.build_enabled:
+                raise EngineNotBuilt(
+                    f"engine {config.name!r} ({backend.name}) is not in the cache {self.cache.root}; "
+                    f"run pytest with {self.build_flag} to build it",
+                    config_name=config.name,
+                )
+            # another worker may have built it while we waited for the lock
+            lock, result, corrupt = self.cache.reserve(key, reread=not self.rebuild)
+            if corrupt is not None:
+                self._progress(corrupt)
+            status = "cached" if result is not None else "rebuilt-corrupt" if corrupt is not None else "built"
+            if result is None:
+                result = self._build(request, lock)
+        engine = Engine(config, result, backend, artifact_dir=self.cache.entry_dir(key), cached=status == "cached")
+        self._by_key[key] = engine
+        self.events.append(EngineEvent(engine, status))
+        if status != "cached":
+            self._progress(f"built engine {config.name!r} in {result.durations.get('build', 0.0):.2f} s")
+        return engine
+
+    def _build(self, request: BuildRequest, lock: HeldLock) -> BuildResult:
+        """Build ``request`` under its key's lock, which the entry's writer thread releases once the entry is whole."""
+        backend = self.backend
+        key = request.key
+        name = request.config.name
         handed_off = False
         try:
-            status = "built"
-            result = None
-            if not self.rebuild:  # another worker may have built it while we waited for the lock
-                try:
-                    result = self.cache.load(key)
-                except CacheCorrupt as exc:
-                    moved = self.cache.discard(key)
-                    self._progress(f"{exc.message} (moved to {moved})")
-                    status = "rebuilt-corrupt"
-            if result is not None:
-                return self._cached(key, config, result)
-            self._progress(f"building engine {config.name!r} with {backend.name} {backend.version()} ...")
+            self._progress(f"building engine {name!r} with {backend.name} {backend.version()} ...")
             try:
                 result = backend.build(request)
             except BuildFailed as exc:
                 log = exc.context.get("log")
                 if log:
-                    exc.log_path = self.cache.save_failure(config.name, key, format_log(log))
+                    exc.log_path = self.cache.save_failure(name, key, format_log(log))
                 raise
             result.start_engine_digest()  # hashed on a thread from now (a no-op when the backend started it)
             # The test goes on with the engine in memory while a thread writes the cache entry;
@@ -176,31 +183,13 @@ class EngineProvider:
             # machine); flush() waits for the entry, and so does the interpreter's exit.
             written: Future[None] = Future()
             _PENDING.add(written)
-            on_thread("cache-writer", (written, lambda: self._store(key, result, lock)))
+            on_thread("cache-writer", (written, lambda: self.cache.write_entry(key, result, lock, self.write_errors)))
             handed_off = True
             self._writers.append(written)
         finally:
             if not handed_off:
                 lock.release()
-        engine = Engine(config, result, backend, artifact_dir=self.cache.entry_dir(key), cached=False)
-        self._remember(key, engine, status)
-        self._progress(f"built engine {config.name!r} in {result.durations.get('build', 0.0):.2f} s")
-        return engine
-
-    def _cached(self, key: str, config: BuildConfig, result: BuildResult) -> Engine:
-        from pytest_trt.engines.engine import Engine
-
-        engine = Engine(config, result, self.backend, artifact_dir=self.cache.entry_dir(key), cached=True)
-        self._remember(key, engine, "cached")
-        return engine
-
-    def _store(self, key: str, result: BuildResult, lock: Any) -> None:
-        try:
-            self.cache.store(key, result)
-        except BaseException as exc:  # reported by flush(); the engine in memory is still valid
-            self.write_errors.append(f"engine cache entry {self.cache.entry_dir(key)} was not written: {exc}")
-        finally:
-            lock.release()
+        return result
 
     def flush(self) -> list[str]:
         """Wait until every cache entry of this session is on disk; return the write errors."""
@@ -224,10 +213,6 @@ class EngineProvider:
         for engine in built:
             if engine.artifact_dir is not None:
                 save_record(engine.artifact_dir, engine.result, engine.record)
-
-    def _remember(self, key: str, engine: Engine, status: str) -> None:
-        self._by_key[key] = engine
-        self.events.append(EngineEvent(engine, status))
 
     def _progress(self, text: str) -> None:
         if self.on_progress is not None:

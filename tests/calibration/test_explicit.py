@@ -9,7 +9,7 @@ import numpy as np
 import onnx
 import pytest
 
-from pytest_trt.calibration.explicit import calibrate_explicit
+from pytest_trt.calibration.explicit import calibrate_explicit, typed_config
 from pytest_trt.config import EXPLICIT_METHODS
 from pytest_trt.errors import BuildFailed
 from tests.conftest import HAS_RTX, RTX_MM, needs_ort
@@ -167,7 +167,6 @@ def test_feature_table_sends_rtx_to_qdq_and_refuses_14(method_config) -> None:  
                     f"{RTX_MM if HAS_RTX else 'none'}")
 def test_rtx14_refuses_qdq_int8_with_a_clear_error(method_config) -> None:  # type: ignore[no-untyped-def]
     from pytest_trt.backends.registry import create_backend
-    from pytest_trt.calibration.building import typed_config
     from pytest_trt.errors import UnsupportedOption
 
     backend = create_backend("tensorrt-rtx")
@@ -177,7 +176,7 @@ def test_rtx14_refuses_qdq_int8_with_a_clear_error(method_config) -> None:  # ty
     # the table's fact, measured again: the Q/DQ model itself does not build with 1.4
     qdq = calibrate_explicit(config).qdq_model
     with pytest.raises(BuildFailed, match="Myelin|failed to build"):
-        backend._build_checked(typed_config(config, qdq))
+        backend.build(typed_config(config, qdq))
 
 
 def test_per_channel_weights_get_one_scale_per_output_channel(method_config) -> None:  # type: ignore[no-untyped-def]

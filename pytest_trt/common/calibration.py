@@ -2,6 +2,8 @@
 
 It carries only what is pinned (algorithm, data source, batching, cache path and hash); what is computed
 from it, the data's digest first, is :mod:`pytest_trt.calibration`'s work, done once per build request.
+A value type, like :class:`~pytest_trt.common.profile.Profile`: the config module holds it without
+importing the calibration package.
 """
 
 from __future__ import annotations
