@@ -5,7 +5,7 @@ validated on construction, serialises to canonical JSON (sorted keys, flag
 names rather than integers, which TensorRT 11 renumbered) and hashes to a
 stable ``config_hash`` together with the ONNX file's bytes and, for a
 calibrated config, the calibration data's digest (computed by
-:mod:`pytest_trt.calibration.data` and handed in).  Its parts are
+:mod:`pytest_trt.common.calibration_data` and handed in).  Its parts are
 :class:`~pytest_trt.common.profile.Profile` and
 :class:`~pytest_trt.common.calibration.Calibration`, re-exported here.
 """
@@ -236,7 +236,7 @@ class BuildConfig:
     def to_json(self, data_sha256: str | None = None) -> dict[str, Any]:
         """Every field as JSON (the ONNX path included); see :meth:`canonical_json`.
 
-        ``data_sha256``: the calibration data's digest (:func:`pytest_trt.calibration.data.data_digest`).
+        ``data_sha256``: the calibration data's digest (:func:`pytest_trt.common.calibration_data.data_digest`).
         """
         return {
             "schema": SCHEMA_VERSION,
@@ -281,7 +281,9 @@ class BuildConfig:
         """The calibration data's digest, computed now (a build request computes it once and carries it)."""
         if self.calibration is None or self.calibration.data is None:
             return None
-        from pytest_trt.calibration.data import data_digest  # numpy and the samples, only for a calibrated config
+        from pytest_trt.common.calibration_data import (
+            data_digest,  # numpy and the samples, only for a calibrated config
+        )
 
         return data_digest(self.calibration)
 

@@ -2,7 +2,7 @@
 
 The engine provider makes one :class:`BuildRequest` per config and ONNX content:
 the ONNX file is hashed (once, and memoised by file identity), a calibrated
-config's data are digested (once, by :mod:`pytest_trt.calibration.data`), the
+config's data are digested (once, by :mod:`pytest_trt.common.calibration_data`), the
 backend's versions come from package metadata and the device is probed once per process.
 The request's ``key`` is the engine cache key; a cache hit therefore needs no
 backend library import and no validation.  On a miss the provider validates the

@@ -72,7 +72,7 @@ def attach_calibrator(
     left to TensorRT's "Calibration Profile is not defined. Calibrating with Profile 0" fallback.
     """
     from pytest_trt.backends.cuda import DeviceBuffer, Stream
-    from pytest_trt.calibration.data import pinned_samples
+    from pytest_trt.common.calibration_data import pinned_samples
 
     calib = config.calibration
     assert calib is not None

@@ -160,9 +160,9 @@ def _existing_cache(config: BuildConfig, calib: Calibration) -> Ranges | None:
 def _calibrate(config: BuildConfig, calib: Calibration, data_sha256: str | None) -> tuple[bytes, str, dict[str, Any]]:
     import onnxruntime
 
-    from pytest_trt.calibration.data import pinned_samples
     from pytest_trt.calibration.qdq import quantize
     from pytest_trt.calibration.ranges import compute_ranges
+    from pytest_trt.common.calibration_data import pinned_samples
 
     t0 = time.perf_counter()
     input_name = _single_input(config)

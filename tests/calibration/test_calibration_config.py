@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pytest_trt import BuildConfig, Calibration, ConfigError
-from pytest_trt.calibration.data import load_samples
+from pytest_trt.common.calibration_data import load_samples
 from pytest_trt.golden.dataset import GoldenDataset
 
 
