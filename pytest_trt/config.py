@@ -16,7 +16,7 @@ import hashlib
 import json
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -120,6 +120,60 @@ def _calibration_from_mapping(data: Mapping[str, Any], base_dir: Path | None) ->
     return result
 
 
+def _profiles(value: Any) -> tuple[Profile, ...]:
+    """BuildConfig.profiles as a tuple of Profiles naming the same inputs (one Profile alone is accepted)."""
+    profiles = (value,) if isinstance(value, Profile) else tuple(value)
+    for p in profiles:
+        if not isinstance(p, Profile):
+            raise ConfigError(f"BuildConfig.profiles must hold Profile objects, got {p!r}", field="profiles")
+    if profiles and len({p.names() for p in profiles}) != 1:
+        raise ConfigError("BuildConfig.profiles: every profile must name the same inputs", field="profiles")
+    return profiles
+
+
+def _memory_pools(value: Mapping[str, Any]) -> dict[str, int]:
+    """BuildConfig.memory_pool_limits in bytes, known pools only, sorted by name."""
+    pools: dict[str, int] = {}
+    for key, raw in dict(value).items():
+        if key not in MEMORY_POOLS:
+            raise ConfigError(
+                f"BuildConfig.memory_pool_limits: unknown pool {key!r}; choose from {', '.join(MEMORY_POOLS)}",
+                field="memory_pool_limits",
+            )
+        try:
+            pools[key] = parse_size(raw)
+        except ValueError as exc:
+            raise ConfigError(f"BuildConfig.memory_pool_limits[{key!r}]: {exc}", field="memory_pool_limits") from None
+    return dict(sorted(pools.items()))
+
+
+def _builder_flags(value: str | Sequence[str]) -> tuple[str, ...]:
+    """BuildConfig.flags as sorted unique flag names; precision is set with ``precision=``, not with flags."""
+    flags = (value,) if isinstance(value, str) else tuple(value)
+    for f in flags:
+        if not isinstance(f, str) or not _FLAG_NAME.match(f):
+            raise ConfigError(
+                f"BuildConfig.flags: {f!r} is not a builder flag name (use names like 'STRICT_NANS', not integers)",
+                field="flags",
+            )
+    if {"FP16", "INT8", "BF16", "FP8"} & set(flags):
+        raise ConfigError(
+            "BuildConfig.flags: set precision with precision='fp16'/'int8'/..., not with precision flags",
+            field="flags",
+        )
+    return tuple(sorted(set(flags)))
+
+
+def _compute_capabilities(value: str | Sequence[str]) -> tuple[str, ...]:
+    """BuildConfig.compute_capabilities as sorted unique names like ``SM89``."""
+    caps = tuple(c.upper() for c in ((value,) if isinstance(value, str) else value))
+    for c in caps:
+        if not _COMPUTE_CAPABILITY.match(c):
+            raise ConfigError(f"BuildConfig.compute_capabilities: {c!r} is not like 'SM89' or 'SM120'",
+                              field="compute_capabilities")
+    return tuple(sorted(set(caps)))
+
+
 @dataclass(frozen=True)
 class BuildConfig:
     """One pinned engine build.
@@ -168,63 +222,18 @@ class BuildConfig:
                 f"BuildConfig.precision {self.precision!r} is unknown; choose one of {', '.join(PRECISIONS)}",
                 field="precision",
             )
-        if isinstance(self.profiles, Profile):
-            set_(self, "profiles", (self.profiles,))
-        profiles = tuple(self.profiles)
-        for p in profiles:
-            if not isinstance(p, Profile):
-                raise ConfigError(f"BuildConfig.profiles must hold Profile objects, got {p!r}", field="profiles")
-        if profiles and len({p.names() for p in profiles}) != 1:
-            raise ConfigError("BuildConfig.profiles: every profile must name the same inputs", field="profiles")
-        set_(self, "profiles", profiles)
+        set_(self, "profiles", _profiles(self.profiles))
         level = self.builder_optimization_level
         if level is not None and (isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= 5):
             raise ConfigError(
                 f"BuildConfig.builder_optimization_level must be an int from 0 to 5, got {level!r}",
                 field="builder_optimization_level",
             )
-        pools: dict[str, int] = {}
-        for key, raw in dict(self.memory_pool_limits).items():
-            if key not in MEMORY_POOLS:
-                raise ConfigError(
-                    f"BuildConfig.memory_pool_limits: unknown pool {key!r}; choose from {', '.join(MEMORY_POOLS)}",
-                    field="memory_pool_limits",
-                )
-            try:
-                pools[key] = parse_size(raw)
-            except ValueError as exc:
-                raise ConfigError(
-                    f"BuildConfig.memory_pool_limits[{key!r}]: {exc}", field="memory_pool_limits"
-                ) from None
-        set_(self, "memory_pool_limits", dict(sorted(pools.items())))
-        flags = (self.flags,) if isinstance(self.flags, str) else tuple(self.flags)
-        for f in flags:
-            if not isinstance(f, str) or not _FLAG_NAME.match(f):
-                raise ConfigError(
-                    f"BuildConfig.flags: {f!r} is not a builder flag name (use names like 'STRICT_NANS', not integers)",
-                    field="flags",
-                )
-        if "FP16" in flags or "INT8" in flags or "BF16" in flags or "FP8" in flags:
-            raise ConfigError(
-                "BuildConfig.flags: set precision with precision='fp16'/'int8'/..., not with precision flags",
-                field="flags",
-            )
-        set_(self, "flags", tuple(sorted(set(flags))))
+        set_(self, "memory_pool_limits", _memory_pools(self.memory_pool_limits))
+        set_(self, "flags", _builder_flags(self.flags))
         if self.timing_cache is not None:
             set_(self, "timing_cache", Path(self.timing_cache))
-        caps = (
-            (self.compute_capabilities,)
-            if isinstance(self.compute_capabilities, str)
-            else tuple(self.compute_capabilities)
-        )
-        caps = tuple(c.upper() for c in caps)
-        for c in caps:
-            if not _COMPUTE_CAPABILITY.match(c):
-                raise ConfigError(
-                    f"BuildConfig.compute_capabilities: {c!r} is not like 'SM89' or 'SM120'",
-                    field="compute_capabilities",
-                )
-        set_(self, "compute_capabilities", tuple(sorted(set(caps))))
+        set_(self, "compute_capabilities", _compute_capabilities(self.compute_capabilities))
         if self.calibration is not None and not isinstance(self.calibration, Calibration):
             raise ConfigError("BuildConfig.calibration must be a Calibration", field="calibration")
         if self.calibration is not None and self.precision != "int8":

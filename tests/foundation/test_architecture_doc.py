@@ -131,6 +131,16 @@ def test_layers_are_the_import_rules(doc: str) -> None:
     assert doc_layers(doc) == import_graph().LAYERS
 
 
+#: the two data flows the doc follows, each in at most 15 numbered steps
+FLOWS = ("Data flow: a `BuildConfig` to its `Engine`", "Data flow: a test report to its bundle")
+
+
+@pytest.mark.parametrize("title", FLOWS)
+def test_each_data_flow_is_short(doc: str, title: str) -> None:
+    steps = [int(n) for n in re.findall(r"^(\d+)\. ", section(doc, title), flags=re.M)]
+    assert steps == list(range(1, len(steps) + 1)) and 5 <= len(steps) <= 15, steps
+
+
 def test_the_layers_picture_shows_the_import_rules(doc: str) -> None:
     assert picture_layers(doc) == import_graph().LAYERS
     moved = doc.replace('L3["3 comparing outputs: compare"]', 'L3["3 comparing outputs: compare, golden"]', 1)
@@ -142,8 +152,8 @@ def test_every_package_name_in_the_doc_imports(doc: str, monkeypatch: pytest.Mon
 
     # importing pytest_trt.testing.register_fake registers the fake backend: keep that out of later tests
     monkeypatch.setattr(registry, "_SPECS", dict(registry._SPECS))
-    flow = NAME_RE.findall(section(doc, "Data flow"))
-    assert len(set(flow)) >= 60  # the data flow names its functions and classes, not prose
+    flow = [n for title in FLOWS for n in NAME_RE.findall(section(doc, title))]
+    assert len(set(flow)) >= 60  # the data flows name their functions and classes, not prose
     problems = []
     for name in sorted(set(NAME_RE.findall(doc))):
         try:
