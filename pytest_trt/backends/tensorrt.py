@@ -207,7 +207,7 @@ class TensorRTBackend(registry.RegistryVersions):
                 stage="build",
             )
         if config.calibration is not None:
-            from pytest_trt.calibration.implicit import check_pinned_cache
+            from pytest_trt.backends.trt_calibrator import check_pinned_cache
 
             check_pinned_cache(config)
         if configured.timing_cache is not None and config.timing_cache is not None:
