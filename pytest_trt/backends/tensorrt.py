@@ -188,7 +188,9 @@ class TensorRTBackend(registry.RegistryVersions):
                 config_name=config.name,
                 stage="parse",
             )
-        configured = configure(trt, f, builder, network, config)
+        # the pin's builder flags, exactly: its precision's (as validation checked them) and its own
+        builder_flags = tuple(sorted(set(f.precision_flags(config.precision)) | set(config.flags)))
+        configured = configure(trt, f, builder, network, config, builder_flags)
         builder_config, effective = configured.builder_config, configured.effective
         if config.calibration is not None:  # implicit INT8 (TensorRT <= 10): a calibrator on the config
             from pytest_trt.backends.trt_calibrator import attach_calibrator
