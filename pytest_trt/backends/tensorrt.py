@@ -131,7 +131,7 @@ class TensorRTBackend(registry.RegistryVersions):
         """Build a request made by this backend (validated once, when made); a bare config is made into one."""
         request = as_request(self, request)
         if request.config.calibration is not None and not self.features.calibrators_usable:
-            from pytest_trt.calibration.building import build_explicit
+            from pytest_trt.calibration.explicit import build_explicit
 
             # the Q/DQ model is built under this request; the result is put back under the pinned config
             return build_explicit(request, lambda typed: self._build_checked(typed, request))
@@ -253,7 +253,8 @@ class TensorRTBackend(registry.RegistryVersions):
     # -- after the build -----------------------------------------------
     def record(self, result: BuildResult, config: BuildConfig) -> BuildRecord:
         from pytest_trt.buildlog.readers import parse_result
-        from pytest_trt.calibration.building import attach, built_onnx
+        from pytest_trt.calibration.building import attach
+        from pytest_trt.calibration.explicit import built_onnx
 
         return attach(parse_result(result, onnx=built_onnx(result, config)), result)
 
