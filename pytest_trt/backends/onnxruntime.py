@@ -191,7 +191,7 @@ class OrtBackend(registry.RegistryVersions):
         """Build a request made by this backend (validated once, when made); a bare config is made into one."""
         request = as_request(self, request)
         if request.config.calibration is not None:
-            from pytest_trt.calibration.building import build_explicit
+            from pytest_trt.calibration.explicit import build_explicit
 
             # the Q/DQ model is built under this request; the result is put back under the pinned config
             return build_explicit(request, lambda typed: self._build_validated(typed, request))
@@ -262,7 +262,8 @@ class OrtBackend(registry.RegistryVersions):
         import onnx
 
         from pytest_trt.buildlog.ort_record import record_from_models
-        from pytest_trt.calibration.building import attach, built_onnx
+        from pytest_trt.calibration.building import attach
+        from pytest_trt.calibration.explicit import built_onnx
 
         if config.onnx_sha256 != result.onnx_sha256:  # memoised by file identity
             # origins are names in the original graph: another model would give a wrong record

@@ -131,7 +131,7 @@ class TensorRTBackend(registry.RegistryVersions):
         """Build a request made by this backend (validated once, when made); a bare config is made into one."""
         request = as_request(self, request)
         if request.config.calibration is not None and not self.features.calibrators_usable:
-            from pytest_trt.calibration.building import build_explicit
+            from pytest_trt.calibration.explicit import build_explicit
 
             # the Q/DQ model is built under this request; the result is put back under the pinned config
             return build_explicit(request, lambda typed: self._build_checked(typed, request))
@@ -188,7 +188,9 @@ class TensorRTBackend(registry.RegistryVersions):
                 config_name=config.name,
                 stage="parse",
             )
-        configured = configure(trt, f, builder, network, config)
+        # the pin's builder flags, exactly: its precision's (as validation checked them) and its own
+        builder_flags = tuple(sorted(set(f.precision_flags(config.precision)) | set(config.flags)))
+        configured = configure(trt, f, builder, network, config, builder_flags)
         builder_config, effective = configured.builder_config, configured.effective
         if config.calibration is not None:  # implicit INT8 (TensorRT <= 10): a calibrator on the config
             from pytest_trt.backends.trt_calibrator import attach_calibrator
@@ -207,7 +209,7 @@ class TensorRTBackend(registry.RegistryVersions):
                 stage="build",
             )
         if config.calibration is not None:
-            from pytest_trt.calibration.implicit import check_pinned_cache
+            from pytest_trt.backends.trt_calibrator import check_pinned_cache
 
             check_pinned_cache(config)
         if configured.timing_cache is not None and config.timing_cache is not None:
@@ -251,7 +253,8 @@ class TensorRTBackend(registry.RegistryVersions):
     # -- after the build -----------------------------------------------
     def record(self, result: BuildResult, config: BuildConfig) -> BuildRecord:
         from pytest_trt.buildlog.readers import parse_result
-        from pytest_trt.calibration.building import attach, built_onnx
+        from pytest_trt.calibration.building import attach
+        from pytest_trt.calibration.explicit import built_onnx
 
         return attach(parse_result(result, onnx=built_onnx(result, config)), result)
 

@@ -25,15 +25,18 @@ class Configured:
     effective: dict[str, Any]
 
 
-def configure(trt: Any, f: Features, builder: Any, network: Any, config: BuildConfig) -> Configured:
+def configure(
+    trt: Any, f: Features, builder: Any, network: Any, config: BuildConfig, flags: tuple[str, ...]
+) -> Configured:
     """Check the network's inputs against the profiles, make and set the builder config, read it back.
 
+    ``flags`` are the builder flags the pin asks for (its precision's and its own), set exactly and read back.
     One call, so a setting the builder silently ignores fails here, before any build time is spent.
     """
     check_network_inputs(network, config)
     bc = builder.create_builder_config()
-    profiles, cache = apply_config(trt, f, builder, bc, network, config)
-    return Configured(bc, profiles, cache, read_back(trt, f, bc, network, profiles, config))
+    profiles, cache = apply_config(trt, f, builder, bc, network, config, flags)
+    return Configured(bc, profiles, cache, read_back(trt, f, bc, network, profiles, config, flags))
 
 
 def network_inputs(network: Any) -> dict[str, tuple[int, ...]]:
@@ -86,12 +89,8 @@ def check_network_inputs(network: Any, config: BuildConfig) -> None:
                     )
 
 
-def expected_flags(f: Features, config: BuildConfig) -> tuple[str, ...]:
-    return tuple(sorted(set(f.precision_flags(config.precision)) | set(config.flags)))
-
-
 def apply_config(
-    trt: Any, f: Features, builder: Any, bc: Any, network: Any, config: BuildConfig
+    trt: Any, f: Features, builder: Any, bc: Any, network: Any, config: BuildConfig, flags: tuple[str, ...]
 ) -> tuple[list[Any], Any]:
     """Configure ``bc`` exactly as pinned; return (optimization profiles, timing cache or None)."""
     bc.profiling_verbosity = trt.ProfilingVerbosity.DETAILED
@@ -100,7 +99,7 @@ def apply_config(
         member = getattr(trt.BuilderFlag, name)
         if bc.get_flag(member):
             bc.clear_flag(member)
-    for name in expected_flags(f, config):
+    for name in flags:
         bc.set_flag(getattr(trt.BuilderFlag, name))
     for pool, limit in config.memory_pool_limits.items():
         bc.set_memory_pool_limit(getattr(trt.MemoryPoolType, MEMORY_POOLS[pool]), limit)
@@ -133,9 +132,11 @@ def apply_config(
     return profiles, cache
 
 
-def read_back(trt: Any, f: Features, bc: Any, network: Any, profiles: list[Any], config: BuildConfig) -> dict[str, Any]:
+def read_back(
+    trt: Any, f: Features, bc: Any, network: Any, profiles: list[Any], config: BuildConfig, flags: tuple[str, ...]
+) -> dict[str, Any]:
     """Read the builder config back; raise BuildFailed when it differs from the pin."""
-    flags = sorted(n for n in f.builder_flags if bc.get_flag(getattr(trt.BuilderFlag, n)))
+    set_flags = sorted(n for n in f.builder_flags if bc.get_flag(getattr(trt.BuilderFlag, n)))
     pools = {
         p: int(bc.get_memory_pool_limit(getattr(trt.MemoryPoolType, MEMORY_POOLS[p])))
         for p in config.memory_pool_limits
@@ -144,7 +145,7 @@ def read_back(trt: Any, f: Features, bc: Any, network: Any, profiles: list[Any],
         "backend": f.backend_name,
         "backend_version": f.version,
         "precision": config.precision,
-        "flags": flags,
+        "flags": set_flags,
         "memory_pool_limits": pools,
         "profiling_verbosity": _name(bc.profiling_verbosity),
         "profiles": [
@@ -163,7 +164,7 @@ def read_back(trt: Any, f: Features, bc: Any, network: Any, profiles: list[Any],
         )
     if f.has_hardware_compatibility:  # never hasattr(): reading it on TensorRT-RTX logs warnings and errors
         effective["hardware_compatibility_level"] = _name(bc.hardware_compatibility_level)
-    diffs = _differences(f, config, effective)
+    diffs = _differences(f, config, effective, flags)
     if diffs:
         raise BuildFailed(
             f"BuildConfig {config.name!r}: the builder did not take the pinned settings:\n  " + "\n  ".join(diffs),
@@ -173,9 +174,9 @@ def read_back(trt: Any, f: Features, bc: Any, network: Any, profiles: list[Any],
     return effective
 
 
-def _differences(f: Features, config: BuildConfig, eff: dict[str, Any]) -> list[str]:
+def _differences(f: Features, config: BuildConfig, eff: dict[str, Any], flags: tuple[str, ...]) -> list[str]:
     diffs = []
-    want_flags = list(expected_flags(f, config))
+    want_flags = list(flags)
     if eff["flags"] != want_flags:
         diffs.append(f"flags: asked {want_flags}, builder has {eff['flags']}")
     if eff["memory_pool_limits"] != dict(config.memory_pool_limits):

@@ -5,7 +5,7 @@
 * :mod:`.ranges`: activation ranges from ONNX Runtime's calibrators set up like TensorRT's;
 * :mod:`.qdq`: the Q/DQ model TensorRT-RTX / TensorRT 11 / ONNX Runtime build;
 * :mod:`.explicit`: the whole explicit path for a BuildConfig, stored by content;
-* :mod:`.implicit`: TensorRT <= 10 calibrator classes (implicit INT8);
+* TensorRT <= 10 implicit INT8 (calibrator classes): :mod:`pytest_trt.backends.trt_calibrator`;
 * cache files: :mod:`pytest_trt.buildlog.calibcache` (read, write, compare).
 
 Importing this package imports neither onnxruntime nor tensorrt.

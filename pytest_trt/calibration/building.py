@@ -1,80 +1,22 @@
-"""What a backend does with a calibrated config: one code path for TensorRT-RTX, TensorRT 11 and ONNX Runtime.
+"""The calibration facts a built result carries: their ``extra`` keys and the record's ``quantization``.
 
-Strongly typed builders take INT8 from Q/DQ nodes, so a config with
-``precision='int8'`` and an explicit :class:`~pytest_trt.common.calibration.Calibration`
-is built as the Q/DQ model (``precision='typed'``), and the result is put
-back under the pinned config: same config JSON, config hash and ONNX
-sha256, with the calibration facts in ``extra``.
+The explicit path (:func:`pytest_trt.calibration.explicit.build_explicit`) writes them into a result's
+``extra``; TensorRT <= 10's calibrator reports its own in ``effective_config``; both are read here.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pytest_trt.artifact import BuildResult
     from pytest_trt.buildlog.record import BuildRecord
-    from pytest_trt.config import BuildConfig
 
 #: BuildResult.extra keys
 CALIBRATION = "calibration"
 CALIBRATION_CACHE = "calibration_cache"
 QDQ_SHA256 = "qdq_model_sha256"
-
-
-class Pinned(Protocol):
-    """What the explicit path reads of a build request (a :class:`~pytest_trt.backends.request.BuildRequest`)."""
-
-    @property
-    def config(self) -> BuildConfig: ...
-    @property
-    def onnx_sha256(self) -> str: ...
-    @property
-    def data_sha256(self) -> str | None: ...
-    @property
-    def config_hash(self) -> str: ...
-    @property
-    def config_json(self) -> dict[str, Any]: ...
-
-
-def build_explicit(request: Pinned, build: Callable[[BuildConfig], BuildResult]) -> BuildResult:
-    """Calibrate once for ``request`` (or take the stored calibration), build the Q/DQ model, re-pin the result.
-
-    The request's digests (ONNX, calibration data) and its config JSON and hash are used as computed: the result
-    is recorded under the pinned config, with the calibration facts in ``extra``.
-    """
-    from pytest_trt.calibration.explicit import calibrate_explicit
-
-    outcome = calibrate_explicit(request.config, onnx_sha256=request.onnx_sha256, data_sha256=request.data_sha256)
-    built = build(outcome.typed_config)
-    info = dict(outcome.info)
-    seconds = 0.0 if outcome.from_store else float(info.get("seconds", {}).get("total", 0.0))
-    effective = {**built.effective_config, "precision": request.config.precision, "quantization": "explicit-qdq",
-                 "calibration_algorithm": info["algorithm"]}
-    extra = {**built.extra, CALIBRATION: {**info, "from_store": outcome.from_store},
-             CALIBRATION_CACHE: outcome.cache_text, QDQ_SHA256: info["qdq_model_sha256"]}
-    return dataclasses.replace(
-        built, config=request.config_json, config_hash=request.config_hash, onnx_sha256=request.onnx_sha256,
-        effective_config=effective, extra=extra, durations={**built.durations, "calibration": seconds},
-    )
-
-
-def built_onnx(result: BuildResult, config: BuildConfig) -> Path:
-    """The ONNX file the engine was built from: the stored Q/DQ model for a calibrated build, else the config's."""
-    if CALIBRATION not in result.extra or config.calibration is None:
-        return config.onnx
-    from pytest_trt.calibration.explicit import calibrate_explicit
-
-    pinned = result.config.get("calibration") or {}  # the digest the build's request computed
-    outcome = calibrate_explicit(config, onnx_sha256=result.onnx_sha256, data_sha256=pinned.get("data_sha256"))
-    if outcome.info["qdq_model_sha256"] != result.extra.get(QDQ_SHA256):
-        raise ValueError(f"BuildConfig {config.name!r}: the stored Q/DQ model ({outcome.info['qdq_model_sha256']}) "
-                         f"is not the one the engine was built from ({result.extra.get(QDQ_SHA256)}); rebuild the "
-                         "engine (--trt-engine-rebuild)")
-    return outcome.qdq_model
 
 
 def quantization_facts(result: BuildResult) -> dict[str, Any]:

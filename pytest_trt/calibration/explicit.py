@@ -6,19 +6,26 @@ digest, the onnxruntime version): the result lives in a store folder
 ``calibration.json``), written to a temporary folder and renamed into place,
 so a later build, record or session reads it instead of calibrating again.
 The engine cache entry carries the same facts in ``build.json``'s ``extra``.
+
+A backend builds a calibrated config through :func:`build_explicit`, one code path for TensorRT-RTX,
+TensorRT 11 and ONNX Runtime: strongly typed builders take INT8 from Q/DQ nodes, so the Q/DQ model is built
+(``precision='typed'``) and the result put back under the pinned config (same config JSON, config hash and
+ONNX sha256, the calibration facts in ``extra``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import importlib.util
 import io
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_trt.buildlog.calibcache import (
     EXPLICIT_TAG,
@@ -28,6 +35,7 @@ from pytest_trt.buildlog.calibcache import (
     parse_calibration_cache,
     write_calibration_cache,
 )
+from pytest_trt.calibration.building import CALIBRATION, CALIBRATION_CACHE, QDQ_SHA256
 from pytest_trt.calibration.qdq import TENSORRT_QDQ_OPTIONS
 from pytest_trt.calibration.ranges import METHODS, Ranges
 from pytest_trt.calibration.store import set_store_root, store_root
@@ -35,6 +43,7 @@ from pytest_trt.common.fileio import replace_directory, sha256_file
 from pytest_trt.errors import BackendUnavailable, BuildFailed, ConfigError
 
 if TYPE_CHECKING:
+    from pytest_trt.artifact import BuildResult
     from pytest_trt.common.calibration import Calibration
     from pytest_trt.config import BuildConfig
 
@@ -42,7 +51,8 @@ STORE_SCHEMA = 1
 QDQ_FILE = "model.qdq.onnx"
 CACHE_FILE = "calibration.cache"
 INFO_FILE = "calibration.json"
-__all__ = ["ExplicitCalibration", "calibrate_explicit", "set_store_root", "store_root"]
+__all__ = ["ExplicitCalibration", "build_explicit", "built_onnx", "calibrate_explicit", "set_store_root",
+           "store_root"]
 @dataclass(frozen=True)
 class ExplicitCalibration:
     """The outcome of calibrating one config: where the Q/DQ model is and what went into it."""
@@ -63,6 +73,54 @@ class ExplicitCalibration:
     @property
     def ranges(self) -> Ranges:
         return Ranges(self.info["algorithm"], {k: (v[0], v[1]) for k, v in self.info["ranges"].items()})
+
+
+class Pinned(Protocol):
+    """What the explicit path reads of a build request (a :class:`~pytest_trt.backends.request.BuildRequest`)."""
+
+    @property
+    def config(self) -> BuildConfig: ...
+    @property
+    def onnx_sha256(self) -> str: ...
+    @property
+    def data_sha256(self) -> str | None: ...
+    @property
+    def config_hash(self) -> str: ...
+    @property
+    def config_json(self) -> dict[str, Any]: ...
+
+
+def build_explicit(request: Pinned, build: Callable[[BuildConfig], BuildResult]) -> BuildResult:
+    """Calibrate once for ``request`` (or take the stored calibration), build the Q/DQ model, re-pin the result.
+
+    The request's digests (ONNX, calibration data) and its config JSON and hash are used as computed: the result
+    is recorded under the pinned config, with the calibration facts in ``extra``.
+    """
+    outcome = calibrate_explicit(request.config, onnx_sha256=request.onnx_sha256, data_sha256=request.data_sha256)
+    built = build(outcome.typed_config)
+    info = dict(outcome.info)
+    seconds = 0.0 if outcome.from_store else float(info.get("seconds", {}).get("total", 0.0))
+    effective = {**built.effective_config, "precision": request.config.precision, "quantization": "explicit-qdq",
+                 "calibration_algorithm": info["algorithm"]}
+    extra = {**built.extra, CALIBRATION: {**info, "from_store": outcome.from_store},
+             CALIBRATION_CACHE: outcome.cache_text, QDQ_SHA256: info["qdq_model_sha256"]}
+    return dataclasses.replace(
+        built, config=request.config_json, config_hash=request.config_hash, onnx_sha256=request.onnx_sha256,
+        effective_config=effective, extra=extra, durations={**built.durations, "calibration": seconds},
+    )
+
+
+def built_onnx(result: BuildResult, config: BuildConfig) -> Path:
+    """The ONNX file the engine was built from: the stored Q/DQ model for a calibrated build, else the config's."""
+    if CALIBRATION not in result.extra or config.calibration is None:
+        return config.onnx
+    pinned = result.config.get("calibration") or {}  # the digest the build's request computed
+    outcome = calibrate_explicit(config, onnx_sha256=result.onnx_sha256, data_sha256=pinned.get("data_sha256"))
+    if outcome.info["qdq_model_sha256"] != result.extra.get(QDQ_SHA256):
+        raise ValueError(f"BuildConfig {config.name!r}: the stored Q/DQ model ({outcome.info['qdq_model_sha256']}) "
+                         f"is not the one the engine was built from ({result.extra.get(QDQ_SHA256)}); rebuild the "
+                         "engine (--trt-engine-rebuild)")
+    return outcome.qdq_model
 
 
 def store_key(config: BuildConfig, onnx_sha256: str, data_sha256: str | None) -> str:
@@ -114,9 +172,8 @@ def calibrate_explicit(
     from_store = info is not None
     if info is None:
         info = _store(folder, *_calibrate(config, calib, data_sha))
-    outcome = ExplicitCalibration(folder, info, from_store, typed_config(config, folder / QDQ_FILE))
-    _sync_cache_file(config, calib, outcome)
-    return outcome
+    _sync_cache_file(config, calib, folder, info)
+    return ExplicitCalibration(folder, info, from_store, typed_config(config, folder / QDQ_FILE))
 
 
 def _stored_info(folder: Path) -> dict[str, Any] | None:
@@ -206,10 +263,9 @@ def _single_input(config: BuildConfig) -> str | None:
     return names[0] if len(names) == 1 else None
 
 
-def _sync_cache_file(config: BuildConfig, calib: Calibration, outcome: ExplicitCalibration) -> None:
+def _sync_cache_file(config: BuildConfig, calib: Calibration, folder: Path, info: dict[str, Any]) -> None:
     """Write the pinned cache path (unless it holds these bytes already); enforce ``cache_sha256``."""
-    text = outcome.cache_text
-    got = outcome.info["cache_sha256"]
+    got = info["cache_sha256"]
     if calib.cache_sha256 is not None and got != calib.cache_sha256:
         raise BuildFailed(
             f"BuildConfig {config.name!r}: calibration cache sha256 is {got}, the config pins "
@@ -219,5 +275,6 @@ def _sync_cache_file(config: BuildConfig, calib: Calibration, outcome: ExplicitC
     if calib.cache is None:
         return
     path = Path(calib.cache)
+    text = (folder / CACHE_FILE).read_text(encoding="utf-8")
     if not path.is_file() or path.read_bytes() != text.encode("utf-8"):
         write_calibration_cache(path, text)

@@ -14,11 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_trt.backends.trt_calibrator import make_calibrator, reported_algorithm
-from pytest_trt.calibration.implicit import (
+from pytest_trt.backends.trt_calibrator import (
     CALIBRATOR_CLASSES,
     BatchFeeder,
     CacheIO,
+    make_calibrator,
+    reported_algorithm,
 )
 from tests.conftest import HAS_TRT
 
