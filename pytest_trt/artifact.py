@@ -11,44 +11,36 @@ Artifact folder layout (also the engine-cache entry and the core of a bundle)::
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_trt.common.background import Future, on_thread
+from pytest_trt.common.logtext import (
+    LOG_FILE,
+    SEVERITIES,
+    LogEntry,
+    format_log,
+    index_rows,
+    iter_log_lines,
+    split_log,
+    without_log_index,
+)
 
-SEVERITIES = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE")
+#: LogEntry and the build.log helpers live in :mod:`pytest_trt.common.logtext` and are part of this module's face
+__all__ = ["ARTIFACT_SCHEMA", "BUILD_FILE", "CONFIG_FILE", "ENGINE_FILE", "LOG_FILE", "SEVERITIES", "BuildMembers",
+           "BuildResult", "EngineDigest", "LogEntry", "Requested", "backend_version_of", "format_log",
+           "iter_log_lines", "split_log"]
+
 ARTIFACT_SCHEMA = 1
 ENGINE_FILE = "engine.plan"
-LOG_FILE = "build.log"
 CONFIG_FILE = "config.json"
 BUILD_FILE = "build.json"
-
-
-class LogEntry(NamedTuple):
-    """One message from the builder's logger.
-
-    A NamedTuple rather than a frozen dataclass: a build logs about a thousand
-    messages and a frozen dataclass is several times slower to create.
-    """
-
-    severity: str  # one of SEVERITIES
-    time: float  # seconds since the build started
-    text: str
-
-    def lines(self) -> list[str]:
-        first, *rest = self.text.split("\n")
-        return [f"[{self.severity}] {first}", *rest]
-
-
-def format_log(entries: Iterable[LogEntry]) -> str:
-    # ``"[SEVERITY] " + text`` is exactly LogEntry.lines() joined: the continuation lines of a
-    # multi-line message are unprefixed (one f-string per message, no split: ~4x faster)
-    return "".join([f"[{e.severity}] {e.text}\n" for e in entries])
 
 
 class EngineDigest:
@@ -76,12 +68,6 @@ def _write_file(path: Path, data: bytes) -> None:
         fh.write(data)
 
 
-def iter_log_lines(entries: Iterable[LogEntry]) -> Iterator[str]:
-    """The lines of ``build.log`` for ``entries``, without newlines."""
-    for e in entries:
-        yield from e.lines()
-
-
 @dataclass(frozen=True)
 class BuildMembers:
     """What an audit bundle takes from a :class:`BuildResult`, handed over in one call (:meth:`BuildResult.members`)."""
@@ -94,6 +80,23 @@ class BuildMembers:
     effective: dict[str, Any]
     config_hash: str
     onnx_sha256: str
+
+
+class Requested(Protocol):
+    """What a result takes from the request it was built for (a :class:`~pytest_trt.backends.request.BuildRequest`)."""
+
+    @property
+    def backend(self) -> str: ...
+    @property
+    def onnx_sha256(self) -> str: ...
+    @property
+    def config_hash(self) -> str: ...
+    @property
+    def config_json(self) -> dict[str, Any]: ...
+    @property
+    def versions(self) -> Mapping[str, str]: ...
+    @property
+    def device(self) -> Mapping[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,28 @@ class BuildResult:
     #: and goldens, bundles and reports read it here, never from ``versions``
     backend_version: str = ""
 
+    @classmethod
+    def built_for(
+        cls,
+        request: Requested,
+        *,
+        engine: bytes,
+        effective: dict[str, Any],
+        durations: dict[str, float],
+        log: tuple[LogEntry, ...] = (),
+        versions: Mapping[str, str] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> BuildResult:
+        """The result of building ``request``: the pin (config JSON, hash, ONNX digest), versions and device as the
+        request computed them, so every backend records them the same way; ``versions`` adds what only the build
+        knows (TensorRT's ONNX parser)."""
+        known = dict(request.versions if versions is None else versions)
+        return cls(
+            backend=request.backend, engine=engine, log=log, config=request.config_json, effective_config=effective,
+            config_hash=request.config_hash, onnx_sha256=request.onnx_sha256, durations=durations, versions=known,
+            device=dict(request.device), extra=dict(extra or {}), backend_version=request.versions["backend"],
+        )
+
     @functools.cached_property
     def engine_sha256(self) -> str:
         pending = self.__dict__.pop("_engine_digest", None)  # resolved once, then the value is kept
@@ -128,6 +153,13 @@ class BuildResult:
         if "engine_sha256" in self.__dict__ or "_engine_digest" in self.__dict__:
             return
         self.__dict__["_engine_digest"] = digest if digest is not None else EngineDigest(self.engine)
+
+    def with_log(self, stop_capture: Callable[[], Iterable[LogEntry]]) -> BuildResult:
+        """This result with the build's log, taken from ``stop_capture`` while the engine is hashed on a thread."""
+        digest = EngineDigest(self.engine)  # started first: converting the captured messages takes a while
+        logged = dataclasses.replace(self, log=tuple(stop_capture()))
+        logged.start_engine_digest(digest)
+        return logged
 
     def pending_engine_digest(self) -> EngineDigest | None:
         """The digest :meth:`start_engine_digest` started and nobody has waited for yet (to hand it on)."""
@@ -143,7 +175,7 @@ class BuildResult:
             if lazy is None:
                 raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
             folder, text, index = lazy
-            log = split_log(folder, text, _index_rows(index))
+            log = split_log(folder, text, index_rows(index))
             self.__dict__["log"] = log
             return log
 
@@ -160,14 +192,14 @@ class BuildResult:
 
     def _log_index(self) -> list[list[Any]]:
         """build.json's ``log_index``, made once (the cache entry and the bundle both write it); a new list."""
-        index = self.__dict__.get("_log_index_rows")
+        index = self.__dict__.get("_logindex_rows")
         if index is None:
             lazy = self.__dict__.get("_lazy_log")
             if lazy is not None and "log" not in self.__dict__:
-                index = tuple((s, float(t), int(n)) for s, t, n in _index_rows(lazy[2]))
+                index = tuple((s, float(t), int(n)) for s, t, n in index_rows(lazy[2]))
             else:
                 index = tuple([(s, t, x.count("\n") + 1) for s, t, x in self.log])
-            self.__dict__["_log_index_rows"] = index
+            self.__dict__["_logindex_rows"] = index
         return [list(row) for row in index]
 
     def build_json(self) -> dict[str, Any]:
@@ -267,12 +299,12 @@ class BuildResult:
         # needs them; a second read of the file would be needed to check it again anyway)
         lazy = LOG_FILE in digests and BUILD_FILE in digests
         build_text = raw[BUILD_FILE].decode("utf-8")
-        split = _without_log_index(build_text) if lazy else None
+        split = without_log_index(build_text) if lazy else None
         build = json.loads(build_text) if split is None else split[0]
         conf = json.loads(raw[CONFIG_FILE].decode("utf-8"))
         text = raw[LOG_FILE].decode("utf-8")
         index: list[list[Any]] | str = build["log_index"] if split is None else split[1]
-        log = () if lazy else split_log(folder, text, _index_rows(index))
+        log = () if lazy else split_log(folder, text, index_rows(index))
         result = cls(
             backend=build["backend"],
             engine=engine,
@@ -296,67 +328,6 @@ class BuildResult:
 #: engines at least this large are hashed on a thread while the entry's other files are read; a smaller
 #: one (0.5 MB: 0.3 ms) costs less to hash inline than a thread costs to start and join
 HASH_THREAD_BYTES = 4 << 20
-_LOG_INDEX_KEY = '"log_index":['
-
-
-def _without_log_index(text: str) -> tuple[dict[str, Any], str] | None:
-    """build.json (as :meth:`BuildResult.write` writes it: compact) parsed without its ``log_index``, and the
-    index's JSON text, parsed only when the log is used; None when the text is not in that form (then the
-    caller parses it whole).
-
-    The index (a row per log message: a thousand small lists for a MobileNetV2) is most of the file; a cache
-    hit never reads it, and parsing it made every entry's load 3x slower and left 1,200 objects per engine
-    for the garbage collector to scan for the rest of the session.  Its rows hold no brackets, so the
-    array ends at the first ``]]``; the key must occur once, and the rest must parse with ``log_index``
-    null at the top level, else this declines.
-    """
-    start = text.find(_LOG_INDEX_KEY)
-    if start < 0 or text.find(_LOG_INDEX_KEY, start + 1) >= 0:
-        return None
-    start += len(_LOG_INDEX_KEY) - 1
-    end = text.find("]]", start)
-    if text.startswith("[]", start):
-        end = start  # an empty index: "[]" is its whole text
-    if end < 0:
-        return None
-    try:
-        build = json.loads(text[:start] + "null" + text[end + 2 :])
-    except ValueError:
-        return None
-    if not isinstance(build, dict) or "log_index" not in build or build["log_index"] is not None:
-        return None
-    return build, text[start : end + 2]
-
-
-def _index_rows(index: list[list[Any]] | str) -> list[list[Any]]:
-    """build.json's ``log_index`` rows, parsed from the text :func:`_without_log_index` kept (ValueError if bad)."""
-    if not isinstance(index, str):
-        return index
-    rows = json.loads(index)
-    if not isinstance(rows, list) or not all(isinstance(r, list) and len(r) == 3 for r in rows):
-        raise ValueError("build.json: log_index is not a list of [severity, time, lines] rows")
-    return rows
-
-
-def split_log(folder: Path, text: str, index: list[list[Any]]) -> tuple[LogEntry, ...]:
-    """The entries of ``build.log`` (``text``) by build.json's ``log_index`` (ValueError if they disagree)."""
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    log: list[LogEntry] = []
-    pos = 0
-    for severity, t, count in index:
-        chunk = lines[pos : pos + count]
-        pos += count
-        prefix = f"[{severity}] "
-        if len(chunk) != count or not chunk[0].startswith(prefix):
-            raise ValueError(f"{folder / LOG_FILE}: does not match the log index in build.json")
-        log.append(LogEntry(severity, float(t), "\n".join([chunk[0][len(prefix) :], *chunk[1:]])))
-    if pos != len(lines):
-        raise ValueError(f"{folder / LOG_FILE}: has {len(lines) - pos} lines more than build.json lists")
-    return tuple(log)
-
-
 def backend_version_of(build: Mapping[str, Any]) -> str:
     """The backend library version a ``build.json`` object records, as written by any release; ``""`` when none.
 

@@ -201,12 +201,12 @@ MUTANTS = (
            "            self.flag, self.choices_of() if self.choices_of is not None else self.choices)",
            ("tests/foundation/test_options.py", "tests/backends/test_registry.py"),
            "the choices are read once: a backend registered by a -p plugin later is refused by --trt-backend"),
-    # -- issue #14, fourth pass: the build's digest, the cache writer, stored facts, versions, the bundle writer ---
-    Mutant("engine-digest-not-handed-on", "pytest_trt/backends/tensorrt.py",
-           "            final.start_engine_digest(digest)\n", "",
+    # -- the build's digest, the cache writer, stored facts, versions, the bundle writer ---
+    Mutant("engine-digest-not-handed-on", "pytest_trt/artifact.py",
+           "        logged.start_engine_digest(digest)\n", "",
            ("tests/foundation/test_engine_digest.py",),
            "the sha256 started when the build returned is dropped: the cache write waits for a second one"),
-    Mutant("build-log-lines-run-together", "pytest_trt/artifact.py",
+    Mutant("build-log-lines-run-together", "pytest_trt/common/logtext.py",
            'return "".join([f"[{e.severity}] {e.text}\\n" for e in entries])',
            'return "".join([f"[{e.severity}] {e.text}" for e in entries])',
            ("tests/foundation/test_engine_digest.py",), "build.log loses its line ends"),

@@ -5,8 +5,7 @@ list, where the engine's stored blocks are views of the engine's bytes (nothing 
 stored member's CRC-32 trailer may be :class:`Deferred` (computed on another core meanwhile), then
 sends the list to the file with a few ``os.writev`` calls (:func:`write_buffers`), asking Linux to
 start writing each batch to disk at once, while another thread hashes the same list
-(:func:`sha256_of`).  Issue #14: a 14.7 MB engine's bundle went from ~480 buffered writes and a
-serial CRC to one pass the disk can follow.
+(:func:`sha256_of`): one pass the disk can follow instead of hundreds of buffered writes and a serial CRC.
 """
 
 from __future__ import annotations

@@ -225,13 +225,9 @@ class OrtBackend(registry.RegistryVersions):
                 ) from None
             engine = saved.read_bytes()
         effective = self._effective(session, config, opts, log)
-        return BuildResult(
-            backend=NAME, engine=engine, log=log, config=request.config_json,
-            effective_config=effective, config_hash=request.config_hash, onnx_sha256=request.onnx_sha256,
-            durations={"parse": parse_s, "build": build_s}, versions=dict(request.versions),
-            device=dict(request.device), extra={"log_unparsed_lines": unparsed},
-            backend_version=request.versions["backend"],
-        )
+        return BuildResult.built_for(request, engine=engine, effective=effective, log=log,
+                                     durations={"parse": parse_s, "build": build_s},
+                                     extra={"log_unparsed_lines": unparsed})
 
     def _effective(
         self, session: Any, config: BuildConfig, opts: OrtOptions, log: tuple[LogEntry, ...]

@@ -7,7 +7,6 @@ product they run.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import importlib
 import importlib.util
@@ -16,7 +15,7 @@ import time
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from pytest_trt.artifact import BuildResult, EngineDigest
+from pytest_trt.artifact import BuildResult
 from pytest_trt.backends import registry
 from pytest_trt.backends.request import BuildRequest, as_request
 from pytest_trt.common import hostprobe
@@ -134,10 +133,11 @@ class TensorRTBackend(registry.RegistryVersions):
             from pytest_trt.calibration.explicit import build_explicit
 
             # the Q/DQ model is built under this request; the result is put back under the pinned config
-            return build_explicit(request, lambda typed: self._build_checked(typed, request))
-        return self._build_checked(request.config, request)
+            return build_explicit(request, lambda typed: self._build_checked(request, typed))
+        return self._build_checked(request)
 
-    def _build_checked(self, config: BuildConfig, request: BuildRequest) -> BuildResult:
+    def _build_checked(self, request: BuildRequest, typed: BuildConfig | None = None) -> BuildResult:
+        """Build ``request`` (or, for explicit INT8, its ``typed`` Q/DQ config) with the log captured."""
         from pytest_trt.backends.trt_logger import capture_logger
 
         trt = self.trt
@@ -145,24 +145,21 @@ class TensorRTBackend(registry.RegistryVersions):
         with _BUILD_LOCK:
             logger.start()
             try:
-                result = self._build_locked(config, request, logger)
+                result = self._build_locked(request, typed or request.config, logger)
             except BuildFailed as exc:
                 exc.context.setdefault("log", tuple(logger.stop()))
                 raise
             except BaseException:
                 logger.stop()
                 raise
-            # the engine's sha256 starts on a thread now, while the captured messages are converted
-            digest = EngineDigest(result.engine)
-            final = dataclasses.replace(result, log=tuple(logger.stop()))
-            final.start_engine_digest(digest)
-            return final
+            return result.with_log(logger.stop)
 
-    def _build_locked(self, config: BuildConfig, request: BuildRequest, logger: Any) -> BuildResult:
+    def _build_locked(self, request: BuildRequest, config: BuildConfig, logger: Any) -> BuildResult:
         from pytest_trt.backends.onnx_limits import unsupported_reason
         from pytest_trt.backends.trt_apply import configure
 
         trt, f = self.trt, self.features
+        versions = self.result_versions(dict(request.versions))
         builder = trt.Builder(logger)
         flags = 0
         if f.use_explicit_batch:
@@ -214,17 +211,9 @@ class TensorRTBackend(registry.RegistryVersions):
             check_pinned_cache(config)
         if configured.timing_cache is not None and config.timing_cache is not None:
             write_bytes_atomic(config.timing_cache, bytes(memoryview(builder_config.get_timing_cache().serialize())))
-        return build_result(
-            backend=self.name,
-            version=request.versions["backend"],
-            versions=self.result_versions(dict(request.versions)),
-            engine=bytes(memoryview(serialized)),
-            config=request.config,  # the pinned config, also for its Q/DQ model's build
-            effective=effective,
-            onnx_sha256=request.onnx_sha256,
+        return BuildResult.built_for(  # the pinned config, also for its Q/DQ model's build
+            request, engine=bytes(memoryview(serialized)), effective=effective, versions=versions,
             durations={"parse": parse_s, "build": build_s},
-            device=dict(request.device),
-            data_sha256=request.data_sha256,
         )
 
     def _parse_failure(self, config: BuildConfig, parser: Any) -> BuildFailed:
@@ -283,40 +272,6 @@ class TensorRTBackend(registry.RegistryVersions):
             if importlib.util.find_spec(mod) is not None:
                 return None
         return "neither cuda-python nor pycuda is installed (pip install 'pytest-trt[gpu]')"
-
-
-def build_result(
-    *,
-    backend: str,
-    version: str,
-    versions: dict[str, str],
-    engine: bytes,
-    config: BuildConfig,
-    effective: dict[str, Any],
-    onnx_sha256: str,
-    durations: dict[str, float],
-    device: dict[str, Any],
-    data_sha256: str | None = None,
-) -> BuildResult:
-    """The :class:`BuildResult` of a TensorRT-family build (no TensorRT needed: tested on its own).
-
-    ``backend`` is the name (``tensorrt``, ``tensorrt-rtx``), ``version`` the library's
-    version (:func:`pytest_trt.backends.registry.installed_version`), ``data_sha256`` the calibration data's
-    digest (implicit INT8); the log is filled in once capture stops.
-    """
-    return BuildResult(
-        backend=backend,
-        engine=engine,
-        log=(),
-        config=config.to_json(data_sha256),
-        effective_config=effective,
-        config_hash=config.hash_with(onnx_sha256, data_sha256),
-        onnx_sha256=onnx_sha256,
-        durations=durations,
-        versions=versions,
-        device=device,
-        backend_version=version,
-    )
 
 
 def _call(obj: Any, name: str) -> Any:

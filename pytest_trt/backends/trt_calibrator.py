@@ -20,7 +20,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from pytest_trt.buildlog.calibcache import HEADER_ALGORITHMS, algorithm_of_header, write_calibration_cache
+from pytest_trt.buildlog.calibcache import (
+    HEADER_ALGORITHMS,
+    algorithm_of_header,
+    check_cache_pin,
+    write_calibration_cache,
+)
 
 if TYPE_CHECKING:
     from pytest_trt.config import BuildConfig
@@ -138,19 +143,13 @@ class CacheIO:
 def check_pinned_cache(config: BuildConfig) -> None:
     """After an implicit-INT8 build: the cache file must hash to the pinned ``cache_sha256``."""
     from pytest_trt.common.fileio import sha256_file
-    from pytest_trt.errors import BuildFailed
 
     calib = config.calibration
     if calib is None or calib.cache_sha256 is None or calib.cache is None:
         return
     path = Path(calib.cache)
     got = sha256_file(path) if path.is_file() else "(no cache written)"
-    if got != calib.cache_sha256:
-        raise BuildFailed(
-            f"BuildConfig {config.name!r}: calibration cache {str(path)!r} sha256 is {got}, the config pins "
-            f"cache_sha256={calib.cache_sha256}. Compare the caches (pytest_trt.calibration.compare_caches); "
-            "if the new scales are approved, pin the new hash.",
-            config_name=config.name, stage="calibration", obtained=got, expected=calib.cache_sha256)
+    check_cache_pin(config.name, got, calib.cache_sha256, path=path)
 
 
 def make_calibrator(trt: Any, algorithm: str, feeder: BatchFeeder, cache: CacheIO) -> Any:

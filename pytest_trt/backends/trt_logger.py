@@ -17,7 +17,7 @@ import time
 from types import ModuleType
 from typing import Any
 
-from pytest_trt.artifact import LogEntry
+from pytest_trt.common.logtext import LogEntry
 
 _LOGGERS: dict[str, Any] = {}
 _LOCK = threading.Lock()

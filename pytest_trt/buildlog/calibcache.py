@@ -13,13 +13,14 @@ Cache format (TensorRT 6 .. 10; implicit-INT8 calibrators are gone in 11.x, NOTE
 
 from __future__ import annotations
 
+import hashlib
 import re
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import CalibrationCacheError, LogParseError
+from ..errors import BuildFailed, CalibrationCacheError, LogParseError
 
 _HEADER_RE = re.compile(r"TRT-(?P<tag>\d{4,6})-(?P<algo>\w+)$")
 
@@ -155,6 +156,34 @@ def write_calibration_cache(path: str | Path, text: str) -> None:
     from pytest_trt.common.fileio import write_text_atomic
 
     write_text_atomic(Path(path), text)
+
+
+def check_cache_pin(config_name: str, got: str, pinned: str | None, *, path: str | Path | None = None) -> None:
+    """A calibration cache must hash to the config's pinned ``cache_sha256`` (when one is pinned).
+
+    One rule for TensorRT's implicit calibrators (the file they wrote) and the explicit path (the cache it made).
+    """
+    if pinned is None or got == pinned:
+        return
+    what = f"calibration cache {str(path)!r}" if path is not None else "calibration cache"
+    raise BuildFailed(
+        f"BuildConfig {config_name!r}: {what} sha256 is {got}, the config pins cache_sha256={pinned}. The "
+        "calibration data, algorithm or quantizer changed; compare the caches (pytest_trt.calibration.compare_caches) "
+        "and, if the new scales are approved, pin the new hash.",
+        config_name=config_name, stage="calibration", obtained=got, expected=pinned)
+
+
+def sync_cache_file(config_name: str, path: str | Path | None, text: str, pinned: str | None) -> None:
+    """Check ``text`` against the pinned ``cache_sha256``, then write it to the pinned cache path.
+
+    The file is left alone when it holds these bytes already; without a path nothing is written.
+    """
+    check_cache_pin(config_name, hashlib.sha256(text.encode("utf-8")).hexdigest(), pinned)
+    if path is None:
+        return
+    target = Path(path)
+    if not target.is_file() or target.read_bytes() != text.encode("utf-8"):
+        write_calibration_cache(target, text)
 
 
 def rewrite(cache: CalibrationCache) -> str:

@@ -41,7 +41,6 @@ from datetime import datetime
 
 import onnx
 
-from pytest_trt.artifact import LogEntry
 from pytest_trt.buildlog.ort_graph import (
     QUANTIZED_OPS,
     GraphIndex,
@@ -52,6 +51,7 @@ from pytest_trt.buildlog.ort_graph import (
     resolve_aliases,
 )
 from pytest_trt.buildlog.record import BuildRecord, FusionEvent, Layer, Message, TensorInfo
+from pytest_trt.common.logtext import LogEntry
 
 __all__ = ["parse_ort_log", "record_from_models", "transformers_fired"]
 

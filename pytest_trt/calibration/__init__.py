@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from pytest_trt.errors import CalibrationCacheError
 
 #: re-exported on first use: the engine provider imports ``.store`` from every pytest session, and
-#: importing this package must not load the buildlog parser then (start-up cost, issue #14)
+#: importing this package must not load the buildlog parser then (start-up cost)
 _LAZY = {
     "CalibrationCacheError": "pytest_trt.errors",
     "Calibration": "pytest_trt.common.calibration",

@@ -33,7 +33,7 @@ from pytest_trt.buildlog.calibcache import (
     algorithm_of_header,
     format_calibration_cache,
     parse_calibration_cache,
-    write_calibration_cache,
+    sync_cache_file,
 )
 from pytest_trt.calibration.building import CALIBRATION, CALIBRATION_CACHE, QDQ_SHA256
 from pytest_trt.calibration.qdq import TENSORRT_QDQ_OPTIONS
@@ -60,7 +60,12 @@ class ExplicitCalibration:
     folder: Path
     info: dict[str, Any]  # calibration.json: algorithm, quantizer, header, ranges, class counts, seconds ...
     from_store: bool
-    typed_config: BuildConfig  # what a strongly typed builder builds: the Q/DQ model, precision from its types
+    config: BuildConfig  # the pinned config it was calibrated for
+
+    @property
+    def typed_config(self) -> BuildConfig:
+        """What a strongly typed builder builds: the Q/DQ model, precision from its types."""
+        return typed_config(self.config, self.qdq_model)
 
     @property
     def qdq_model(self) -> Path:
@@ -172,8 +177,8 @@ def calibrate_explicit(
     from_store = info is not None
     if info is None:
         info = _store(folder, *_calibrate(config, calib, data_sha))
-    _sync_cache_file(config, calib, folder, info)
-    return ExplicitCalibration(folder, info, from_store, typed_config(config, folder / QDQ_FILE))
+    sync_cache_file(config.name, calib.cache, (folder / CACHE_FILE).read_text(encoding="utf-8"), calib.cache_sha256)
+    return ExplicitCalibration(folder, info, from_store, config)
 
 
 def _stored_info(folder: Path) -> dict[str, Any] | None:
@@ -261,20 +266,3 @@ def _single_input(config: BuildConfig) -> str | None:
     inits = {i.name for i in model.graph.initializer}
     names = [i.name for i in model.graph.input if i.name not in inits]
     return names[0] if len(names) == 1 else None
-
-
-def _sync_cache_file(config: BuildConfig, calib: Calibration, folder: Path, info: dict[str, Any]) -> None:
-    """Write the pinned cache path (unless it holds these bytes already); enforce ``cache_sha256``."""
-    got = info["cache_sha256"]
-    if calib.cache_sha256 is not None and got != calib.cache_sha256:
-        raise BuildFailed(
-            f"BuildConfig {config.name!r}: calibration cache sha256 is {got}, the config pins "
-            f"cache_sha256={calib.cache_sha256}. The calibration data, algorithm or quantizer changed; compare "
-            f"the caches (pytest_trt.calibration.compare_caches) and, if the new scales are approved, pin the new "
-            f"hash.", config_name=config.name, stage="calibration", obtained=got, expected=calib.cache_sha256)
-    if calib.cache is None:
-        return
-    path = Path(calib.cache)
-    text = (folder / CACHE_FILE).read_text(encoding="utf-8")
-    if not path.is_file() or path.read_bytes() != text.encode("utf-8"):
-        write_calibration_cache(path, text)

@@ -14,16 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_trt.artifact import format_log
 from pytest_trt.backends.request import BuildRequest
 from pytest_trt.common.background import Future, on_thread
+from pytest_trt.common.logtext import format_log
 from pytest_trt.engines.cache import EngineCache
 from pytest_trt.errors import BuildFailed, CacheCorrupt, EngineNotBuilt
 
 if TYPE_CHECKING:
     from pytest_trt.artifact import BuildResult
     from pytest_trt.backends.base import Backend
-    from pytest_trt.common.fileio import HeldLock
     from pytest_trt.config import BuildConfig
     from pytest_trt.engines.engine import Engine
 
@@ -114,82 +113,90 @@ class EngineProvider:
     def get(self, config: BuildConfig) -> Engine:
         """The engine for ``config``: from this session, the cache, or a build.
 
-        One path: the request, the cache lookup; on a miss validation (once per key), the key's lock, the
-        lookup again, the build and its entry's writer; then one Engine for whichever result came.
+        One path: the request, the cache lookup, on a miss :meth:`_build_missing`; then one Engine for
+        whichever result came.
         """
         from pytest_trt.engines.engine import Engine
 
-        backend = self.backend
         request = self.request_for(config)
         key = request.key
         if key in self._by_key:
             return self._by_key[key]
         self.cache.check_folder()
-        result, status = None, "cached"
-        if not self.rebuild:
-            # no lock to read: entries appear by rename, so a read-only (shared CI) cache serves hits
-            try:
-                result = self.cache.load(key)
-            except CacheCorrupt as exc:
-                if not self.build_enabled:
-                    raise EngineNotBuilt(
-                        f"{exc.message.removesuffix('; it will be rebuilt')}; run pytest with {self.build_flag} "
-                        "to rebuild it",
-                        config_name=config.name,
-                    ) from None
+        result = None if self.rebuild else self._cached(key, config.name)
+        status = "cached"
         if result is None:
-            if key not in self._validated:  # an unsupported option is reported before "not built"
-                backend.validate(config)
-                self._validated.add(key)
-            if not self.build_enabled:
-                raise EngineNotBuilt(
-                    f"engine {config.name!r} ({backend.name}) is not in the cache {self.cache.root}; "
-                    f"run pytest with {self.build_flag} to build it",
-                    config_name=config.name,
-                )
-            # another worker may have built it while we waited for the lock
-            lock, result, corrupt = self.cache.reserve(key, reread=not self.rebuild)
-            if corrupt is not None:
-                self._progress(corrupt)
-            status = "cached" if result is not None else "rebuilt-corrupt" if corrupt is not None else "built"
-            if result is None:
-                result = self._build(request, lock)
-        engine = Engine(config, result, backend, artifact_dir=self.cache.entry_dir(key), cached=status == "cached")
+            result, status = self._build_missing(request)
+        engine = Engine(config, result, self.backend, artifact_dir=self.cache.entry_dir(key),
+                        cached=status == "cached")
         self._by_key[key] = engine
         self.events.append(EngineEvent(engine, status))
         if status != "cached":
             self._progress(f"built engine {config.name!r} in {result.durations.get('build', 0.0):.2f} s")
         return engine
 
-    def _build(self, request: BuildRequest, lock: HeldLock) -> BuildResult:
-        """Build ``request`` under its key's lock, which the entry's writer thread releases once the entry is whole."""
+    def _cached(self, key: str, name: str) -> BuildResult | None:
+        """The cache entry of ``key``, or None (a corrupt one is rebuilt, when building is on)."""
+        # no lock to read: entries appear by rename, so a read-only (shared CI) cache serves hits
+        try:
+            return self.cache.load(key)
+        except CacheCorrupt as exc:
+            if not self.build_enabled:
+                raise EngineNotBuilt(
+                    f"{exc.message.removesuffix('; it will be rebuilt')}; run pytest with {self.build_flag} "
+                    "to rebuild it",
+                    config_name=name,
+                ) from None
+            return None
+
+    def _build_missing(self, request: BuildRequest) -> tuple[BuildResult, str]:
+        """A cache miss: validate (once per key), take the key's lock, look again, else build; the result and status.
+
+        The key's lock is released by the entry's writer thread once the entry is whole.
+        """
         backend = self.backend
         key = request.key
         name = request.config.name
+        if key not in self._validated:  # an unsupported option is reported before "not built"
+            backend.validate(request.config)
+            self._validated.add(key)
+        if not self.build_enabled:
+            raise EngineNotBuilt(
+                f"engine {name!r} ({backend.name}) is not in the cache {self.cache.root}; "
+                f"run pytest with {self.build_flag} to build it",
+                config_name=name,
+            )
+        # another worker may have built it while we waited for the lock
+        lock, result, corrupt = self.cache.reserve(key, reread=not self.rebuild)
+        if corrupt is not None:
+            self._progress(corrupt)
+        if result is not None:
+            lock.release()
+            return result, "cached"
         handed_off = False
         try:
             self._progress(f"building engine {name!r} with {backend.name} {backend.version()} ...")
             try:
-                result = backend.build(request)
+                built = backend.build(request)
             except BuildFailed as exc:
                 log = exc.context.get("log")
                 if log:
                     exc.log_path = self.cache.save_failure(name, key, format_log(log))
                 raise
-            result.start_engine_digest()  # hashed on a thread from now (a no-op when the backend started it)
+            built.start_engine_digest()  # hashed on a thread from now (a no-op when the backend started it)
             # The test goes on with the engine in memory while a thread writes the cache entry;
             # the key's lock is held until the entry is complete, so other workers wait for it.
             # The thread starts without waiting for it to run (Thread.start waits: up to 4 ms on a busy
             # machine); flush() waits for the entry, and so does the interpreter's exit.
             written: Future[None] = Future()
             _PENDING.add(written)
-            on_thread("cache-writer", (written, lambda: self.cache.write_entry(key, result, lock, self.write_errors)))
+            on_thread("cache-writer", (written, lambda: self.cache.write_entry(key, built, lock, self.write_errors)))
             handed_off = True
             self._writers.append(written)
         finally:
             if not handed_off:
                 lock.release()
-        return result
+        return built, "rebuilt-corrupt" if corrupt is not None else "built"
 
     def flush(self) -> list[str]:
         """Wait until every cache entry of this session is on disk; return the write errors."""

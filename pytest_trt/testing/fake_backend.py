@@ -136,12 +136,9 @@ class FakeBackend(RegistryVersions):
                                 f"fake layer {i}: {_node_name(node, i)} ({node.op_type}) kept as is"))
         build_s = time.perf_counter() - t0
         log.append(LogEntry("INFO", build_s, f"fake engine: {len(engine)} bytes (the ONNX model itself)"))
-        return BuildResult(
-            backend=FAKE, engine=engine, log=tuple(log), config=request.config_json,
-            effective_config={"precision": config.precision, "profiles": [p.to_json() for p in config.profiles]},
-            config_hash=request.config_hash, onnx_sha256=request.onnx_sha256,
-            durations={"parse": 0.0, "build": build_s}, versions=dict(request.versions),
-            device=dict(request.device), backend_version=request.versions["backend"],
+        return BuildResult.built_for(
+            request, engine=engine, log=tuple(log), durations={"parse": 0.0, "build": build_s},
+            effective={"precision": config.precision, "profiles": [p.to_json() for p in config.profiles]},
         )
 
     def record(self, result: BuildResult, config: BuildConfig) -> BuildRecord:

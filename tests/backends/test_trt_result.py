@@ -1,7 +1,7 @@
 """Typed build provenance: every backend fills BuildResult.backend and .backend_version.
 
-The TensorRT result is made by the same function the TensorRT backend calls
-after a build, so its provenance mapping is tested here without TensorRT.
+The TensorRT result is made by the same call the TensorRT backend makes after a build
+(``BuildResult.built_for`` its request), so its provenance mapping is tested here without TensorRT.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from pytest_trt.artifact import BuildResult
 from pytest_trt.audit.bundle import backend_version as bundle_backend_version
-from pytest_trt.backends.tensorrt import build_result
+from pytest_trt.backends.request import BuildRequest
 from pytest_trt.config import BuildConfig, Profile
 from pytest_trt.golden import provenance
 
@@ -26,14 +26,17 @@ def config(tmp_path: Path) -> BuildConfig:
     return BuildConfig(name="m", onnx=onnx_path, profiles=(Profile(x=((1, 4), (2, 4), (4, 4))),))
 
 
+def _request(config: BuildConfig, backend: str, versions: dict[str, str]) -> BuildRequest:
+    sha = config.onnx_sha256
+    return BuildRequest(config=config, backend=backend, onnx_sha256=sha, config_hash=config.hash_with(sha, None),
+                        versions=versions, device={"kind": "gpu", "name": "NVIDIA H200"}, key="k" * 64)
+
+
 def _trt_result(config: BuildConfig, backend: str = "tensorrt", module: str = "tensorrt") -> BuildResult:
-    return build_result(
-        backend=backend, version=TRT_VERSION,
-        versions={"backend": TRT_VERSION, module: TRT_VERSION, "onnx": "1.17.0", "python": "3.11.7",
-                  "onnx_parser": "10.13.0"},
-        engine=b"plan", config=config, effective={}, onnx_sha256=config.onnx_sha256,
-        durations={"parse": 0.1, "build": 1.0}, device={"kind": "gpu", "name": "NVIDIA H200"},
-    )
+    request = _request(config, backend, {"backend": TRT_VERSION, module: TRT_VERSION, "onnx": "1.17.0",
+                                         "python": "3.11.7"})
+    return BuildResult.built_for(request, engine=b"plan", effective={}, durations={"parse": 0.1, "build": 1.0},
+                                 versions={**request.versions, "onnx_parser": "10.13.0"})
 
 
 class _Engine:
@@ -53,9 +56,8 @@ def test_tensorrt_result_carries_name_and_version(config: BuildConfig) -> None:
 
 def test_a_tensorrt_upgrade_is_a_provenance_change(config: BuildConfig) -> None:
     old = provenance.from_engine(_Engine(_trt_result(config)), dataset_sha256="d" * 64, cwd=None)
-    newer = build_result(backend="tensorrt", version="10.14.1.48", versions={}, engine=b"plan", config=config,
-                         effective={}, onnx_sha256=config.onnx_sha256, durations={}, device={"kind": "gpu",
-                                                                                              "name": "NVIDIA H200"})
+    newer = BuildResult.built_for(_request(config, "tensorrt", {"backend": "10.14.1.48"}), engine=b"plan",
+                                  effective={}, durations={})
     new = provenance.from_engine(_Engine(newer), dataset_sha256="d" * 64, cwd=None)
     assert old.tainted_fields(new) == ("backend_version",)
 

@@ -20,6 +20,7 @@ from pytest_trt import BuildConfig, Profile
 from pytest_trt import artifact as artifact_module
 from pytest_trt.artifact import BUILD_FILE, ENGINE_FILE, BuildResult
 from pytest_trt.audit import environment
+from pytest_trt.common import logtext
 from pytest_trt.engines.cache import EngineCache
 from pytest_trt.errors import CacheCorrupt
 from tests.conftest import needs_rtx
@@ -59,7 +60,7 @@ def test_a_hit_keeps_the_log_index_as_text_and_the_log_reads_back_whole(entry):
 def test_build_json_read_without_its_index_equals_the_whole_parse(entry):
     cache, key, _engine = entry
     text = (cache.entry_dir(key) / BUILD_FILE).read_text(encoding="utf-8")
-    split = artifact_module._without_log_index(text)
+    split = logtext.without_log_index(text)
     assert split is not None
     build, index = split
     whole = json.loads(text)
@@ -74,11 +75,11 @@ def test_build_json_read_without_its_index_equals_the_whole_parse(entry):
     '{"log_index":[["INFO",0.0,1],"schema":1}',  # cut short
 ])
 def test_build_json_not_in_the_compact_form_is_parsed_whole(text):
-    assert artifact_module._without_log_index(text) is None
+    assert logtext.without_log_index(text) is None
 
 
 def test_an_empty_log_index_is_split_too():
-    build, index = artifact_module._without_log_index('{"a":[[1]],"log_index":[],"z":[[2]]}') or ({}, "")
+    build, index = logtext.without_log_index('{"a":[[1]],"log_index":[],"z":[[2]]}') or ({}, "")
     assert build == {"a": [[1]], "log_index": None, "z": [[2]]} and json.loads(index) == []
 
 
