@@ -55,7 +55,6 @@ TENSORRT_ONLY = (
     "timing_cache",
     "compute_capabilities",
     "hardware_compatibility_level",
-    "calibration",
 )
 #: precisions ORT honours: both mean "the ONNX model's own tensor types"
 PRECISIONS = ("fp32", "typed")
@@ -150,9 +149,9 @@ class OrtBackend(registry.RegistryVersions):
         return {"kind": "cpu", **cpu_identity(), "providers": list(_options(config).execution_providers)}
 
     def validate(self, config: BuildConfig) -> None:
-        if config.calibration is not None:
-            config = _explicit(config)
         registry.check_options(NAME, config, f"onnxruntime {self.version()}")
+        # a calibrated config is run as its Q/DQ model (explicit quantization) in the model's own types
+        precision = _explicit_precision(config) if config.calibration is not None else config.precision
         for fld in TENSORRT_ONLY:
             value = getattr(config, fld)
             if value is not None and not (isinstance(value, (tuple, list, Mapping)) and not value):
@@ -162,9 +161,9 @@ class OrtBackend(registry.RegistryVersions):
                     f"backend), or build with --trt-backend tensorrt / tensorrt-rtx",
                     backend=NAME, option=fld,
                 )
-        if config.precision not in PRECISIONS:
+        if precision not in PRECISIONS:
             raise UnsupportedOption(
-                f"BuildConfig {config.name!r}: precision={config.precision!r} cannot be applied by ONNX Runtime, "
+                f"BuildConfig {config.name!r}: precision={precision!r} cannot be applied by ONNX Runtime, "
                 f"which computes in the ONNX model's own tensor types; use precision='typed' (or 'fp32') with a "
                 f"model already converted to that precision (e.g. quantize it with onnxruntime.quantization for int8)",
                 backend=NAME, option="precision",
@@ -194,10 +193,12 @@ class OrtBackend(registry.RegistryVersions):
             from pytest_trt.calibration.explicit import build_explicit
 
             # the Q/DQ model is built under this request; the result is put back under the pinned config
-            return build_explicit(request, lambda typed: self._build_validated(typed, request))
-        return self._build_validated(request.config, request)
+            return build_explicit(request, self._build_validated)
+        return self._build_validated(request)
 
-    def _build_validated(self, config: BuildConfig, request: BuildRequest) -> BuildResult:
+    def _build_validated(self, request: BuildRequest, typed: BuildConfig | None = None) -> BuildResult:
+        """Build ``request`` (or, for INT8, its ``typed`` Q/DQ config): one session, its optimized model saved."""
+        config = typed or request.config
         ort = _ort()
         opts = _options(config)
         wall0, t0 = time.time(), time.perf_counter()
@@ -280,8 +281,9 @@ class OrtBackend(registry.RegistryVersions):
         return OrtRunner(load_session(result.engine, _options(config), providers=providers))
 
 
-def _explicit(config: BuildConfig) -> BuildConfig:
-    """A calibrated config as ONNX Runtime runs it: the Q/DQ model (explicit quantization), typed precision."""
+def _explicit_precision(config: BuildConfig) -> str:
+    """The precision a calibrated config runs in on ONNX Runtime (its Q/DQ model's types), once its algorithm is
+    one ONNX Runtime's quantizer has."""
     from pytest_trt.common.calibration import EXPLICIT_METHODS
 
     calib = config.calibration
@@ -292,7 +294,7 @@ def _explicit(config: BuildConfig) -> BuildConfig:
             f"ONNX Runtime quantizes with explicit Q/DQ nodes: choose one of {', '.join(EXPLICIT_METHODS)}",
             backend=NAME, option="calibration.algorithm",
         )
-    return config.replace(precision="typed", calibration=None)
+    return "typed"
 
 
 def _parse_log(text: str, wall0: float) -> tuple[tuple[LogEntry, ...], int]:

@@ -133,7 +133,7 @@ class TensorRTBackend(registry.RegistryVersions):
             from pytest_trt.calibration.explicit import build_explicit
 
             # the Q/DQ model is built under this request; the result is put back under the pinned config
-            return build_explicit(request, lambda typed: self._build_checked(request, typed))
+            return build_explicit(request, self._build_checked)
         return self._build_checked(request)
 
     def _build_checked(self, request: BuildRequest, typed: BuildConfig | None = None) -> BuildResult:

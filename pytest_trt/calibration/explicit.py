@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pytest_trt.buildlog.calibcache import (
     EXPLICIT_TAG,
@@ -95,14 +95,19 @@ class Pinned(Protocol):
     def config_json(self) -> dict[str, Any]: ...
 
 
-def build_explicit(request: Pinned, build: Callable[[BuildConfig], BuildResult]) -> BuildResult:
+P = TypeVar("P", bound=Pinned)
+
+
+def build_explicit(request: P, build: Callable[[P, BuildConfig], BuildResult]) -> BuildResult:
     """Calibrate once for ``request`` (or take the stored calibration), build the Q/DQ model, re-pin the result.
+
+    ``build(request, typed)`` is the backend's own build of ``request`` as its Q/DQ ``typed`` config.
 
     The request's digests (ONNX, calibration data) and its config JSON and hash are used as computed: the result
     is recorded under the pinned config, with the calibration facts in ``extra``.
     """
     outcome = calibrate_explicit(request.config, onnx_sha256=request.onnx_sha256, data_sha256=request.data_sha256)
-    built = build(outcome.typed_config)
+    built = build(request, outcome.typed_config)
     info = dict(outcome.info)
     seconds = 0.0 if outcome.from_store else float(info.get("seconds", {}).get("total", 0.0))
     effective = {**built.effective_config, "precision": request.config.precision, "quantization": "explicit-qdq",

@@ -109,12 +109,10 @@ class Calibration:
         return self.algorithm in EXPLICIT_METHODS
 
     def describe_data(self) -> str | None:
-        data = self.data
-        if data is None or isinstance(data, str):
-            return data
-        if callable(data):
-            return f"callable {getattr(data, '__module__', '?')}.{getattr(data, '__qualname__', type(data).__name__)}"
-        return f"{type(data).__name__} ({getattr(data, 'n', '?')} samples)"
+        """The data source as the config JSON names it (a path or glob, a callable's name, a data set's size)."""
+        from pytest_trt.common.calibration_data import describe_data
+
+        return describe_data(self.data)
 
     def to_json(self, data_sha256: str | None = None) -> dict[str, Any]:
         """Every field as JSON, with the data's digest as computed for it (None without data)."""

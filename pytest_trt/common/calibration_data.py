@@ -15,15 +15,23 @@ import glob
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from pytest_trt.common.samples import samples_digest
 from pytest_trt.errors import ConfigError
 
-if TYPE_CHECKING:
-    from pytest_trt.common.calibration import Calibration
+
+class Calibration(Protocol):
+    """What the loader reads of a :class:`~pytest_trt.common.calibration.Calibration` pin."""
+
+    @property
+    def data(self) -> Any: ...
+    @property
+    def batch_size(self) -> int: ...
+    @property
+    def num_batches(self) -> int | None: ...
 
 LABELS = "labels"
 HDF5_SUFFIXES = (".h5", ".hdf5")
@@ -70,8 +78,17 @@ class CalibrationSamples:
         return samples_digest(sorted(self.inputs.items()), self.labels)
 
 
+def describe_data(data: Any) -> str | None:
+    """A data source as the config JSON names it: a path or glob, a callable's name, a data set's size."""
+    if data is None or isinstance(data, str):
+        return data
+    if callable(data):
+        return f"callable {getattr(data, '__module__', '?')}.{getattr(data, '__qualname__', type(data).__name__)}"
+    return f"{type(data).__name__} ({getattr(data, 'n', '?')} samples)"
+
+
 def _error(calibration: Calibration, why: str) -> ConfigError:
-    return ConfigError(f"Calibration.data {calibration.describe_data()!r}: {why}", field="calibration.data")
+    return ConfigError(f"Calibration.data {describe_data(calibration.data)!r}: {why}", field="calibration.data")
 
 
 def _join(parts: dict[str, list[np.ndarray]], calibration: Calibration, source: str) -> CalibrationSamples:
@@ -148,11 +165,7 @@ def _from_callable(calibration: Calibration, fn: Any, input_name: str | None) ->
             parts.setdefault(str(key), []).append(np.asarray(value))
     if not parts:
         raise _error(calibration, "the callable yielded no batches")
-    return _join(parts, calibration, describe(calibration))
-
-
-def describe(calibration: Calibration) -> str:
-    return calibration.describe_data() or "no data"
+    return _join(parts, calibration, describe_data(fn) or "no data")
 
 
 def load_samples(calibration: Calibration, *, input_name: str | None = None) -> CalibrationSamples:
