@@ -17,8 +17,14 @@ import numpy as np
 import pytest
 
 from pytest_trt.compare.latency import bootstrap_ratio, timing_drift
+from pytest_trt.compare.thresholds import Thresholds, ThresholdSet
 from pytest_trt.engines.benchmark import BenchmarkResult, benchmark
 from pytest_trt.engines.engine import Engine
+from pytest_trt.errors import GoldenMissing, GoldenTainted
+from pytest_trt.golden import timing
+from pytest_trt.golden.dataset import GoldenDataset
+from pytest_trt.golden.provenance import ProvenancePolicy
+from pytest_trt.golden.workflow import GoldenCheck, GoldenSettings
 from tests.properties.conftest import rng_images
 
 
@@ -156,11 +162,9 @@ def test_cpu_time_divides_out_a_busy_machine():
     assert timing_drift(_fake(base), _fake([2.5 * v for v in base]))[0].failed
 
 
-def _check(tmp_path: Path, update: bool, policy: Any = None, notes: list[str] | None = None) -> Any:
-    from pytest_trt.compare.thresholds import Thresholds, ThresholdSet
-    from pytest_trt.golden.provenance import ProvenancePolicy
-    from pytest_trt.golden.workflow import GoldenCheck, GoldenSettings
-
+def _check(tmp_path: Path, update: bool, policy: Any = None, notes: list[str] | None = None) -> GoldenCheck:
+    """The ``trt_golden`` object of a test in ``tmp_path`` (imports at module level: pytester's in-process runs
+    restore ``sys.modules``, and a golden module imported inside one would come back as a second copy)."""
     return GoldenCheck(GoldenSettings(golden_dir=tmp_path, update=update, approve="CR-7" if update else None,
                                       thresholds=ThresholdSet(Thresholds()), rootdir=tmp_path,
                                       provenance=policy or ProvenancePolicy()), nodeid="t::x",
@@ -168,11 +172,6 @@ def _check(tmp_path: Path, update: bool, policy: Any = None, notes: list[str] | 
 
 
 def test_golden_timing_snapshot_lifecycle(tmp_path: Path, mnv2_engine: Engine) -> None:
-    from pytest_trt.errors import GoldenMissing, GoldenTainted
-    from pytest_trt.golden import timing
-    from pytest_trt.golden.dataset import GoldenDataset
-    from pytest_trt.golden.provenance import ProvenancePolicy
-
     notes: list[str] = []
     ten = [10.0] * 3
     engine = ScriptedEngine(mnv2_engine, [ten, ten, ten])  # the snapshot, the same engine, another device class
@@ -219,9 +218,6 @@ ROUNDS = 7
 def _verify(tmp_path: Path, mnv2_engine: Engine, *measurements: Sequence[Cost], latency: float | None = None,
             throughput: float | None = 0.15) -> tuple[ScriptedEngine, Any]:
     """Record a 10 ms snapshot, then verify an engine measured as scripted; (engine, verdicts or the failure)."""
-    from pytest_trt.golden import timing
-    from pytest_trt.golden.dataset import GoldenDataset
-
     golden = ScriptedEngine(mnv2_engine, [[10.0] * ROUNDS])
     _check(tmp_path, True).check(golden, dataset=GoldenDataset.from_arrays(rng_images(8)), structure="ignore",
                                  latency_drift=0.10, throughput_drift=0.15, timing_rounds=ROUNDS,
