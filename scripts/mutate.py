@@ -247,7 +247,7 @@ MUTANTS = (
            "a pruned bundle's hidden .state.json sidecar stays behind, describing a file that is gone"),
     # -- calibration data, calibration pins, ONNX limits, log diff, timing drift (issues 25.5, 25.11, 25.12, 32) -----
     *(Mutant(id_, module, old, new, tests, why) for id_, module, old, new, tests, why in (
-        ("calib-data-nan-accepted", _CALIB_DATA, "        if bad.size:", "        if False:", _CALIB_DATA_T,
+        ("calib-data-nan-accepted", _CALIB_DATA, "    if bad:\n", "    if False:\n", _CALIB_DATA_T,
          "NaN/Inf calibration samples build an engine silently"),
         ("calib-data-dtype-unchecked", _CALIB_DATA, "        if array.dtype != dtype:", "        if False:",
          _CALIB_DATA_T, "int64 data for a float input ends in onnxruntime's raw error"),

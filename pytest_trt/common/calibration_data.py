@@ -112,6 +112,8 @@ def _input(key: str) -> str:
     return "input (the model's single input)" if key == BARE else f"input {key!r}"
 
 
+#: samples checked for NaN/Inf at a time
+_CHUNK = 256
 #: one array of one input and where it came from (a file, an HDF5 dataset, a callable's batch)
 _Part = tuple[np.ndarray, str]
 
@@ -122,15 +124,16 @@ def _check_part(src: _Source, key: str, array: np.ndarray, origin: str) -> None:
         return
     if array.ndim == 0:
         raise src.error(f"{origin}: {_input(key)} is a scalar; calibration data needs samples on axis 0")
-    if np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.complexfloating):
-        finite = np.isfinite(array.reshape(array.shape[0], -1)) if array.size else np.ones((0, 1), bool)
-        bad = np.flatnonzero(~finite.all(axis=1))
-        if bad.size:
-            first = array[int(bad[0])]
-            what = "NaN" if np.isnan(first).any() else "Inf"
-            raise src.error(f"{origin}: {_input(key)} sample {int(bad[0])} holds {what} ({bad.size} of "
-                            f"{array.shape[0]} samples are not finite); NaN and Inf give no calibration range: "
-                            "fix or drop those samples")
+    if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.complexfloating)):
+        return
+    n, bad = array.shape[0], list[int]()
+    for start in range(0, n, _CHUNK):  # in chunks: the mask of a whole large set would double its memory
+        block = array[start : start + _CHUNK].reshape(min(_CHUNK, n - start), -1)
+        bad.extend(start + int(i) for i in np.flatnonzero(~np.isfinite(block).all(axis=1)))
+    if bad:
+        what = "NaN" if np.isnan(array[bad[0]]).any() else "Inf"
+        raise src.error(f"{origin}: {_input(key)} sample {bad[0]} holds {what} ({len(bad)} of {n} samples are "
+                        "not finite); NaN and Inf give no calibration range: fix or drop those samples")
 
 
 def _join(parts: dict[str, list[_Part]], src: _Source, source: str, *, warn: bool) -> CalibrationSamples:
