@@ -241,8 +241,9 @@ def load_samples(calibration: Calibration, *, input_name: str | None = None, con
     data = calibration.data
     src = _Source(calibration, config_name)
     if data is None:
-        raise src.error("is not set: give a glob of .npy/.npz files, an HDF5 file, a GoldenDataset or a callable "
-                        "yielding batches")
+        who = f"BuildConfig {config_name!r}: " if config_name else ""
+        raise ConfigError(f"{who}Calibration.data is not set: give a glob of .npy/.npz files, an HDF5 file, a "
+                          "GoldenDataset or a callable yielding batches", field="calibration.data")
     if isinstance(data, str):
         if data.endswith(HDF5_SUFFIXES):
             return _from_hdf5(src, data, warn=warn)
