@@ -294,7 +294,7 @@ class BuildConfig:
             data_digest,  # numpy and the samples, only for a calibrated config
         )
 
-        return data_digest(self.calibration)
+        return data_digest(self.calibration, config_name=self.name)
 
     @property
     def config_hash(self) -> str:

@@ -38,6 +38,13 @@ _VERIFY = ("tests/audit/test_verify.py", "tests/audit/test_tamper.py", "tests/au
 _CLI = ("tests/audit/test_cli_bad_inputs.py", "tests/test_cli.py")
 _ASSERTIONS = ("tests/buildlog/test_buildlog_assertions.py", "tests/buildlog/test_assertion_edges.py")
 _CACHE = ("tests/foundation/test_cache.py", "tests/foundation/test_cache_integrity.py")
+_CALIB_DATA = "pytest_trt/common/calibration_data.py"
+_CALIB_DATA_T = ("tests/calibration/test_calibration_data_validation.py",)
+_IMPLICIT = ("tests/calibration/test_implicit.py",)
+_ENTROPY = ("tests/calibration/test_entropy_family.py", "tests/calibration/test_calibration_assertions.py")
+_LIMITS = ("tests/backends/test_onnx_limits.py",)
+_LOGDIFF = ("tests/buildlog/test_fusion_count_and_tactics.py", "tests/upgrade/test_log_diff.py")
+_TIMING = ("tests/properties/test_timing.py",)
 
 MUTANTS = (
     # -- audit/verify.py, audit/tarscan.py, audit/schema.py: reading bundles --------------------------------------
@@ -238,6 +245,71 @@ MUTANTS = (
            "        sidecar_path(Path(c.path)).unlink(missing_ok=True)\n", "        pass\n",
            ("tests/catalog/test_catalog_prune.py",),
            "a pruned bundle's hidden .state.json sidecar stays behind, describing a file that is gone"),
+    # -- calibration data, calibration pins, ONNX limits, log diff, timing drift (issues 25.5, 25.11, 25.12, 32) -----
+    *(Mutant(id_, module, old, new, tests, why) for id_, module, old, new, tests, why in (
+        ("calib-data-nan-accepted", _CALIB_DATA, "    if bad:\n", "    if False:\n", _CALIB_DATA_T,
+         "NaN/Inf calibration samples build an engine silently"),
+        ("calib-data-dtype-unchecked", _CALIB_DATA, "        if array.dtype != dtype:", "        if False:",
+         _CALIB_DATA_T, "int64 data for a float input ends in onnxruntime's raw error"),
+        ("calib-data-names-unchecked", _CALIB_DATA, "    if have != want:", "    if False:", _CALIB_DATA_T,
+         "a wrong npz key ends in onnxruntime's raw 'missing from input feed'"),
+        ("calib-data-zero-samples", _CALIB_DATA, "    if not n:", "    if False:", _CALIB_DATA_T,
+         "a 0-row .npy reaches the calibrator ('No data is collected')"),
+        ("calib-data-empty-npy", _CALIB_DATA, "(OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile)",
+         "(OSError, ValueError, KeyError, zipfile.BadZipFile)", _CALIB_DATA_T,
+         "an empty .npy file ends in numpy's raw EOFError"),
+        ("calib-data-corrupt-h5", _CALIB_DATA, "    except (OSError, KeyError, ValueError, RuntimeError) as exc:",
+         "    except (KeyError, ValueError, RuntimeError) as exc:", _CALIB_DATA_T,
+         "a damaged .h5 ends in h5py's raw OSError"),
+        ("calib-foreign-cache", "pytest_trt/calibration/explicit.py", "    if foreign:", "    if False:",
+         _CALIB_DATA_T, "a cache written for another model is read for this one"),
+        ("calib-cache-dir-written", "pytest_trt/buildlog/calibcache.py",
+         "    refuse_directory(config_name, target)\n", "", _CALIB_DATA_T,
+         "cache= naming a directory ends in IsADirectoryError"),
+        ("calib-implicit-pin-after-build", "pytest_trt/backends/trt_calibrator.py",
+         "    check_pinned_cache(config, before_build=True)\n", "", _IMPLICIT,
+         "TensorRT's calibrator reads a cache the pin does not name; the pin is only checked after the build"),
+        ("calib-implicit-pin-unchecked", "pytest_trt/backends/trt_calibrator.py",
+         "    if calib.cache_sha256 is None:\n        return\n", "    if True:\n        return\n", _IMPLICIT,
+         "the implicit path never checks cache_sha256"),
+        ("calib-cacheio-ignores-pin", "pytest_trt/backends/trt_calibrator.py",
+         "        if self.pinned is not None and digest != self.pinned:", "        if False:", _IMPLICIT,
+         "the calibrator hands TensorRT a cache that does not hash to the pin"),
+        ("calib-entropy-family", "pytest_trt/buildlog/calibration_assertions.py", "    if got != want:",
+         "    if not got.startswith(want):", _ENTROPY, "assert_calibration('entropy') accepts entropy2"),
+        ("calib-header-prefix", "pytest_trt/buildlog/calibcache.py", "        if name == word:",
+         "        if name.startswith(word):", _ENTROPY, "an EntropyCalibration (v1) header read as entropy2"),
+        ("onnx-limits-default-domain-last", "pytest_trt/backends/onnx_limits.py",
+         "opset = version if opset is None else max(opset, version)", "opset = version", _LIMITS,
+         "'' opset 99 then 'ai.onnx' 17: the last import wins and the model escapes the check"),
+        ("onnx-limits-ai-onnx-ignored", "pytest_trt/backends/onnx_limits.py",
+         'if domain in (b"", b"ai.onnx") and version is not None:', 'if domain == b"" and version is not None:',
+         _LIMITS, "a model importing 'ai.onnx' explicitly escapes the check"),
+        ("onnx-limits-major-only", "pytest_trt/backends/onnx_limits.py",
+         '    for key in (".".join(parts[:2]), parts[0]):', "    for key in (parts[0],):", _LIMITS,
+         "the release table matched on the major version only"),
+        ("onnx-limits-prefix", "pytest_trt/backends/onnx_limits.py",
+         '    for key in (".".join(parts[:2]), parts[0]):', "    for key in (version[:3], parts[0]):", _LIMITS,
+         "the release table matched on a version prefix (1.70 read as 1.7)"),
+        ("logdiff-tactics-ignored", "pytest_trt/upgrade/cli.py", "mask_tactics=not args.tactics, onnx=args.onnx)",
+         "mask_tactics=True, onnx=args.onnx)", _LOGDIFF, "log diff --tactics is ignored"),
+        ("trt7-single-node-fusion", "pytest_trt/buildlog/events.py", "if len(set(g)) >= 2)", "if len(set(g)) >= 1)",
+         _LOGDIFF, "a TensorRT 7 event naming one node counts as a fusion"),
+        ("log-parse-fusion-count", "pytest_trt/buildlog/summary.py", '"fusions": len(fusion_sets(record)),',
+         '"fusions": len(record.fusions),', _LOGDIFF, "log parse prints fusions: 0 where log diff counts 1"),
+        ("timing-throughput-low-end", "pytest_trt/compare/latency.py",
+         "throughput_drift, confidence, high < 1.0 - throughput_drift, cpu))",
+         "throughput_drift, confidence, low < 1.0 - throughput_drift, cpu))", _TIMING,
+         "throughput fails when any part of its interval is below the limit (a noisy CI flaps)"),
+        ("timing-throughput-point-estimate", "pytest_trt/compare/latency.py",
+         "throughput_drift, confidence, high < 1.0 - throughput_drift, cpu))",
+         "throughput_drift, confidence, ratio < 1.0 - throughput_drift, cpu))", _TIMING,
+         "throughput judged on the point estimate"),
+        ("timing-no-repeat", "pytest_trt/golden/timing.py",
+         "    if any(v.failed for v in verdicts):  # repeated measurement: a breach must show twice",
+         "    if False:  # repeated measurement: a breach must show twice", _TIMING,
+         "a timing breach fails without the repeated measurement the docs promise"),
+    )),
 )
 
 

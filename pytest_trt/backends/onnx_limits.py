@@ -98,7 +98,7 @@ def _fields(buf: bytes) -> list[tuple[int, int, int | bytes]]:
 @dataclass(frozen=True)
 class OnnxHeader:
     ir_version: int
-    opset: int | None  # the default ("" / "ai.onnx") domain's version; None when not imported
+    opset: int | None  # the default ("" / "ai.onnx") domain's newest imported version; None when not imported
 
 
 def _read_varint(fh: BinaryIO) -> int | None:
@@ -173,8 +173,8 @@ def read_header(path: Path) -> OnnxHeader | None:
             continue
         domain = next((v for n, w, v in sub if n == 1 and isinstance(v, bytes)), b"")
         version = next((v for n, w, v in sub if n == 2 and isinstance(v, int)), None)
-        if domain in (b"", b"ai.onnx") and version is not None:
-            opset = version
+        if domain in (b"", b"ai.onnx") and version is not None:  # two spellings of one domain: the newest counts
+            opset = version if opset is None else max(opset, version)
     return OnnxHeader(ir, opset)
 
 

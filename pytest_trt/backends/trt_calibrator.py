@@ -24,6 +24,7 @@ from pytest_trt.buildlog.calibcache import (
     HEADER_ALGORITHMS,
     algorithm_of_header,
     check_cache_pin,
+    refuse_directory,
     write_calibration_cache,
 )
 
@@ -113,17 +114,23 @@ class BatchFeeder:
 
 @dataclass
 class CacheIO:
-    """The calibrator's cache: read when the file exists and was written by this algorithm, written atomically."""
+    """The calibrator's cache: read when the file exists, was written by this algorithm and hashes to the pin
+    (``pinned``: the config's ``cache_sha256``), written atomically."""
 
     path: Path | None
     algorithm: str
     events: list[str] = field(default_factory=list)
+    pinned: str | None = None
 
     def read(self) -> bytes | None:
         if self.path is None or not self.path.is_file():
             self.events.append("cache absent: calibrating")
             return None
         data = self.path.read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        if self.pinned is not None and digest != self.pinned:  # TensorRT never sees scales the pin does not name
+            self.events.append(f"cache refused: {self.path} sha256 {digest}, the config pins {self.pinned}")
+            return None
         header = data.split(b"\n", 1)[0].decode("utf-8", errors="replace").strip()
         found = algorithm_of_header(header)
         if found != self.algorithm:
@@ -140,15 +147,23 @@ class CacheIO:
         self.events.append(f"cache written: {self.path} sha256 {hashlib.sha256(data).hexdigest()}")
 
 
-def check_pinned_cache(config: BuildConfig) -> None:
-    """After an implicit-INT8 build: the cache file must hash to the pinned ``cache_sha256``."""
-    from pytest_trt.common.fileio import sha256_file
+def check_pinned_cache(config: BuildConfig, *, before_build: bool = False) -> None:
+    """The cache file must hash to the pinned ``cache_sha256``.
 
+    ``before_build``: the check before TensorRT's calibrator may read the file, so a cache the pin does not name
+    fails the build before any scale of it is used; a missing file is then fine (the calibrator writes one, checked
+    after the build).
+    """
     calib = config.calibration
-    if calib is None or calib.cache_sha256 is None or calib.cache is None:
+    if calib is None or calib.cache is None:
         return
     path = Path(calib.cache)
-    got = sha256_file(path) if path.is_file() else "(no cache written)"
+    refuse_directory(config.name, path)
+    if calib.cache_sha256 is None:
+        return
+    if before_build and not path.is_file():
+        return
+    got = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "(no cache written)"
     check_cache_pin(config.name, got, calib.cache_sha256, path=path)
 
 
@@ -195,19 +210,28 @@ def attach_calibrator(
 ) -> tuple[Any, dict[str, Any]]:
     """Set a calibrator for ``config`` on ``builder_config``; return it (keep it alive) and its facts.
 
+    Before anything reaches TensorRT: an existing cache file must hash to the pinned ``cache_sha256``, and the
+    calibration data must fit the model's inputs (names, dtypes, static dims).
     With dynamic shapes the first optimization profile is the calibration profile, set explicitly rather than
     left to TensorRT's "Calibration Profile is not defined. Calibrating with Profile 0" fallback.
     """
-    from pytest_trt.backends.cuda import DeviceBuffer, Stream
-    from pytest_trt.common.calibration_data import pinned_samples
+    from pytest_trt.calibration.explicit import onnx_interface
+    from pytest_trt.common.calibration_data import check_model_inputs, pinned_samples
 
     calib = config.calibration
     assert calib is not None
-    samples = pinned_samples(calib)
+    check_pinned_cache(config, before_build=True)
+    inputs, _ = onnx_interface(config.onnx)
+    samples = pinned_samples(calib, input_name=next(iter(inputs)) if len(inputs) == 1 else None,
+                             config_name=config.name)
+    check_model_inputs(samples, inputs, calib, config_name=config.name, model=str(config.onnx))
+    from pytest_trt.backends.cuda import DeviceBuffer, Stream
+
     batches = samples.batches(calib.batch_size)
     feeder = BatchFeeder(batches, batch_size=calib.batch_size,
                          buffer_factory=DeviceBuffer, stream=Stream())
-    cache = CacheIO(Path(calib.cache) if calib.cache is not None else None, calib.algorithm)
+    cache = CacheIO(Path(calib.cache) if calib.cache is not None else None, calib.algorithm,
+                    pinned=calib.cache_sha256)
     calibrator = make_calibrator(trt, calib.algorithm, feeder, cache)
     builder_config.int8_calibrator = calibrator
     if profiles and hasattr(builder_config, "set_calibration_profile"):

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import BuildFailed, CalibrationCacheError, LogParseError
+from ..errors import BuildFailed, CalibrationCacheError, ConfigError, LogParseError
 
 _HEADER_RE = re.compile(r"TRT-(?P<tag>\d{4,6})-(?P<algo>\w+)$")
 
@@ -173,6 +173,14 @@ def check_cache_pin(config_name: str, got: str, pinned: str | None, *, path: str
         config_name=config_name, stage="calibration", obtained=got, expected=pinned)
 
 
+def refuse_directory(config_name: str, path: Path) -> None:
+    """``Calibration(cache=...)`` names a file: a directory there is a clear error, not an IsADirectoryError."""
+    if path.is_dir():
+        raise ConfigError(f"BuildConfig {config_name!r}: Calibration.cache {str(path)!r} is a directory; give the "
+                          f"path of the cache file, like {str(path / 'calibration.cache')!r}",
+                          field="calibration.cache")
+
+
 def sync_cache_file(config_name: str, path: str | Path | None, text: str, pinned: str | None) -> None:
     """Check ``text`` against the pinned ``cache_sha256``, then write it to the pinned cache path.
 
@@ -182,6 +190,7 @@ def sync_cache_file(config_name: str, path: str | Path | None, text: str, pinned
     if path is None:
         return
     target = Path(path)
+    refuse_directory(config_name, target)
     if not target.is_file() or target.read_bytes() != text.encode("utf-8"):
         write_calibration_cache(target, text)
 

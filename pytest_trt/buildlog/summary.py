@@ -19,7 +19,13 @@ def format_precisions(summary: dict[str, int]) -> str:
 
 
 def record_summary(record: BuildRecord) -> dict[str, Any]:
-    """The facts a reviewer looks at first: counts, precisions, memory, warnings."""
+    """The facts a reviewer looks at first: counts, precisions, memory, warnings.
+
+    ``fusions`` counts fused layers as every reader counts them (:func:`~pytest_trt.buildlog.events.fusion_sets`):
+    from the layer listing, or from the fusion events of a log without one.
+    """
+    from pytest_trt.buildlog.events import fusion_sets
+
     memory = {k: v for k, v in vars(record.memory).items() if v is not None}
     return {
         "source": record.source,
@@ -28,7 +34,7 @@ def record_summary(record: BuildRecord) -> dict[str, Any]:
         "layers": len(record.layers),
         "compute_layers": sum(1 for layer in record.layers if layer.kind == "compute"),
         "reformat_layers": record.reformat_count,
-        "fusions": len(record.fusions),
+        "fusions": len(fusion_sets(record)),
         "fusion_events": len(record.fusion_events),
         "subgraphs": len(record.subgraphs),
         "precisions": precision_summary(record),

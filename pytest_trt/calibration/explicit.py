@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+import numpy as np
+
 from pytest_trt.buildlog.calibcache import (
     EXPLICIT_TAG,
     HEADER_ALGORITHMS,
@@ -51,8 +53,8 @@ STORE_SCHEMA = 1
 QDQ_FILE = "model.qdq.onnx"
 CACHE_FILE = "calibration.cache"
 INFO_FILE = "calibration.json"
-__all__ = ["ExplicitCalibration", "build_explicit", "built_onnx", "calibrate_explicit", "set_store_root",
-           "store_root"]
+__all__ = ["ExplicitCalibration", "build_explicit", "built_onnx", "calibrate_explicit", "onnx_interface",
+           "set_store_root", "store_root"]
 @dataclass(frozen=True)
 class ExplicitCalibration:
     """The outcome of calibrating one config: where the Q/DQ model is and what went into it."""
@@ -207,8 +209,11 @@ def _store(folder: Path, qdq: bytes, cache_text: str, info: dict[str, Any]) -> d
     return info
 
 
-def _existing_cache(config: BuildConfig, calib: Calibration) -> Ranges | None:
-    """The ranges of the pinned cache file when it exists and was written for this algorithm."""
+def _existing_cache(config: BuildConfig, calib: Calibration, tensors: frozenset[str]) -> Ranges | None:
+    """The ranges of the pinned cache file when it exists and was written for this algorithm and this model.
+
+    ``tensors``: every tensor name of the model; a cache naming others was written for another model.
+    """
     if calib.cache is None or not Path(calib.cache).is_file():
         return None
     parsed = parse_calibration_cache(Path(calib.cache).read_text(encoding="utf-8", errors="replace"),
@@ -221,6 +226,13 @@ def _existing_cache(config: BuildConfig, calib: Calibration) -> Ranges | None:
             f"algorithm={calib.algorithm!r} ({HEADER_ALGORITHMS[calib.algorithm]}). Delete the cache to "
             "recalibrate with the pinned algorithm, or pin the algorithm the cache was made with.",
             config_name=config.name, stage="calibration")
+    foreign = sorted(set(parsed.scales) - tensors)
+    if foreign:
+        shown = ", ".join(map(repr, foreign[:5])) + (f" (+{len(foreign) - 5} more)" if len(foreign) > 5 else "")
+        raise BuildFailed(
+            f"BuildConfig {config.name!r}: calibration cache {str(calib.cache)!r} holds scales for {shown}, "
+            f"which {config.onnx} has no tensor of: it was written for another model. Delete it to recalibrate, or "
+            "point cache= at this model's cache.", config_name=config.name, stage="calibration")
     return Ranges(calib.algorithm, {k: (-s * 127.0, s * 127.0) for k, s in parsed.scales.items()})
 
 
@@ -229,20 +241,30 @@ def _calibrate(config: BuildConfig, calib: Calibration, data_sha256: str | None)
 
     from pytest_trt.calibration.qdq import quantize
     from pytest_trt.calibration.ranges import compute_ranges
-    from pytest_trt.common.calibration_data import pinned_samples
+    from pytest_trt.common.calibration_data import check_model_inputs, pinned_samples
 
     t0 = time.perf_counter()
-    input_name = _single_input(config)
-    ranges = _existing_cache(config, calib)  # the pinned cache, when it holds this algorithm's scales
+    inputs, tensors = onnx_interface(config.onnx)
+    input_name = next(iter(inputs)) if len(inputs) == 1 else None
+    ranges = _existing_cache(config, calib, tensors)  # the pinned cache, when it holds this algorithm's scales
     source = "cache" if ranges is not None else "calibrator"
-    used = pinned_samples(calib, input_name=input_name)  # counted and recorded either way
+    used = pinned_samples(calib, input_name=input_name, config_name=config.name)  # counted and recorded either way
+    check_model_inputs(used, inputs, calib, config_name=config.name, model=str(config.onnx))
     if ranges is None:
         batches = used.batches(calib.batch_size)
         with contextlib.redirect_stdout(io.StringIO()):
             ranges = compute_ranges(config.onnx, batches, calib.algorithm, percentile=calib.percentile)
     scales = ranges.scales()
     ranges_s = time.perf_counter() - t0
-    qdq = quantize(config.onnx, ranges, per_channel=calib.per_channel)
+    try:
+        qdq = quantize(config.onnx, ranges, per_channel=calib.per_channel)
+    except ValueError as exc:  # onnxruntime's quantizer: a tensor without a range
+        if source != "cache":
+            raise
+        raise BuildFailed(
+            f"BuildConfig {config.name!r}: calibration cache {str(calib.cache)!r} does not cover {config.onnx} "
+            f"({exc}); it was written for another model or an older export. Delete it to recalibrate, or point "
+            "cache= at this model's cache.", config_name=config.name, stage="calibration") from None
     cache_text = format_calibration_cache(calib.algorithm, scales, tag=EXPLICIT_TAG)
     info = {
         "schema": STORE_SCHEMA,
@@ -264,10 +286,23 @@ def _calibrate(config: BuildConfig, calib: Calibration, data_sha256: str | None)
     return qdq, cache_text, info
 
 
-def _single_input(config: BuildConfig) -> str | None:
+def onnx_interface(
+    onnx_path: str | Path,
+) -> tuple[dict[str, tuple[np.dtype[Any], tuple[int | None, ...]]], frozenset[str]]:
+    """The model's inputs ``{name: (dtype, dims)}`` (None for a dynamic dim), and every tensor name it has."""
     import onnx
+    from onnx.helper import tensor_dtype_to_np_dtype
 
-    model = onnx.load(str(config.onnx), load_external_data=False)
-    inits = {i.name for i in model.graph.initializer}
-    names = [i.name for i in model.graph.input if i.name not in inits]
-    return names[0] if len(names) == 1 else None
+    model = onnx.load(str(onnx_path), load_external_data=False)
+    graph = model.graph
+    inits = {i.name for i in graph.initializer}
+    inputs: dict[str, tuple[np.dtype[Any], tuple[int | None, ...]]] = {}
+    for value in graph.input:
+        if value.name in inits:
+            continue
+        tensor = value.type.tensor_type
+        dims = tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim)
+        inputs[value.name] = (np.dtype(tensor_dtype_to_np_dtype(tensor.elem_type)), dims)
+    tensors = {*inits, *(v.name for v in graph.input), *(v.name for v in graph.output)}
+    tensors.update(name for node in graph.node for name in (*node.input, *node.output) if name)
+    return inputs, frozenset(tensors)

@@ -85,7 +85,11 @@ class Calibration:
         if self.cache is not None:
             if not isinstance(self.cache, (str, Path)) or not str(self.cache):
                 raise bad("cache", f"must be a file path, got {self.cache!r}")
-            object.__setattr__(self, "cache", Path(self.cache))
+            cache = Path(self.cache)
+            object.__setattr__(self, "cache", cache)
+            if cache.is_dir():
+                raise bad("cache", f"{str(cache)!r} is a directory; give the path of the cache file, like "
+                          f"{str(cache / 'calibration.cache')!r}")
         if self.cache_sha256 is not None:
             if not isinstance(self.cache_sha256, str) or not re.fullmatch(r"[0-9a-f]{64}", self.cache_sha256):
                 raise bad("cache_sha256", f"must be 64 lowercase hex digits (sha256sum of the cache), got "

@@ -2,7 +2,8 @@
 
 A runner that owns a CUDA stream offers ``timer()`` (CUDA events recorded on
 its stream, so GPU work is timed, not the Python around it); every other
-runner is timed with the monotonic ``time.perf_counter_ns`` clock.  Timed
+runner is timed with the monotonic ``time.perf_counter_ns`` clock (a :class:`Clock`, which a caller may
+replace: tests inject a deterministic one, so no test asserts on real time).  Timed
 runs go through ``Engine.run``, the path tests really take.  Results are
 kept per round (and, on the CPU clock, with the CPU time of every run): the
 drift check (:mod:`pytest_trt.compare.latency`) compares per-round statistics
@@ -18,7 +19,28 @@ from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["BenchmarkResult", "MonotonicTimer", "Timer", "benchmark"]
+__all__ = ["SYSTEM_CLOCK", "BenchmarkResult", "Clock", "MonotonicTimer", "SystemClock", "Timer", "benchmark"]
+
+
+class Clock(Protocol):
+    """Where the CPU-side timing reads the time: wall (monotonic) and process CPU time, in nanoseconds."""
+
+    def wall_ns(self) -> int: ...
+
+    def cpu_ns(self) -> int: ...
+
+
+class SystemClock:
+    """The real clocks: ``time.perf_counter_ns`` and ``time.process_time_ns`` (every thread of the process)."""
+
+    def wall_ns(self) -> int:
+        return time.perf_counter_ns()
+
+    def cpu_ns(self) -> int:
+        return time.process_time_ns()
+
+
+SYSTEM_CLOCK: Clock = SystemClock()
 
 
 class Timer(Protocol):
@@ -34,14 +56,15 @@ class Timer(Protocol):
 class MonotonicTimer:
     name = "monotonic"
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock = SYSTEM_CLOCK) -> None:
+        self._clock = clock
         self._t0 = 0
 
     def start(self) -> None:
-        self._t0 = time.perf_counter_ns()
+        self._t0 = self._clock.wall_ns()
 
     def stop(self) -> float:
-        return (time.perf_counter_ns() - self._t0) / 1e6
+        return (self._clock.wall_ns() - self._t0) / 1e6
 
 
 @dataclass(frozen=True)
@@ -160,18 +183,21 @@ def benchmark(
     min_time: float = 0.0,
     rounds: int = 1,
     device: Mapping[str, Any] | None = None,
+    clock: Clock | None = None,
 ) -> BenchmarkResult:
     """Time ``run(inputs)``; see :meth:`pytest_trt.engines.engine.Engine.benchmark`.
 
     With the monotonic clock the process's CPU time per run is recorded too
     (``time.process_time_ns``, every thread of the process), which the drift
-    check compares on a busy machine.
+    check compares on a busy machine.  ``clock``: where those times are read (default the real clocks); a
+    runner's own timer (CUDA events) is used when it has one.
     """
+    clock = SYSTEM_CLOCK if clock is None else clock
     if warmup < 0 or iterations < 1 or rounds < 1 or min_time < 0:
         raise ValueError(f"benchmark: need warmup >= 0, iterations >= 1, rounds >= 1, min_time >= 0; got "
                          f"warmup={warmup}, iterations={iterations}, rounds={rounds}, min_time={min_time}")
     make_timer = getattr(runner, "timer", None)
-    timer: Timer = make_timer() if callable(make_timer) else MonotonicTimer()
+    timer: Timer = make_timer() if callable(make_timer) else MonotonicTimer(clock)
     for _ in range(warmup):
         run(inputs)
     on_cpu = isinstance(timer, MonotonicTimer)
@@ -181,14 +207,14 @@ def benchmark(
     for _ in range(rounds):
         samples: list[float] = []
         cpu: list[float] = []
-        t0 = time.perf_counter()
-        while len(samples) < iterations or time.perf_counter() - t0 < min_time / rounds:
-            c0 = time.process_time_ns()
+        t0 = clock.wall_ns()
+        while len(samples) < iterations or (clock.wall_ns() - t0) / 1e9 < min_time / rounds:
+            c0 = clock.cpu_ns()
             timer.start()
             run(inputs)
             samples.append(timer.stop())
-            cpu.append((time.process_time_ns() - c0) / 1e6)
-        seconds.append(time.perf_counter() - t0)
+            cpu.append((clock.cpu_ns() - c0) / 1e6)
+        seconds.append((clock.wall_ns() - t0) / 1e9)
         per_round.append(tuple(samples))
         if on_cpu:
             cpu_rounds.append(tuple(cpu))

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from pytest_trt.buildlog.record import BuildRecord
     from pytest_trt.config import BuildConfig
     from pytest_trt.engines.assertions import EngineAssertions
-    from pytest_trt.engines.benchmark import BenchmarkResult
+    from pytest_trt.engines.benchmark import BenchmarkResult, Clock
 
 
 def _assertion_methods() -> dict[str, Any]:
@@ -226,6 +226,7 @@ class Engine(_Assertions):
         iterations: int = 50,
         min_time: float = 0.0,
         rounds: int = 1,
+        clock: Clock | None = None,
     ) -> BenchmarkResult:
         """Time ``Engine.run(inputs)``: CUDA events on a GPU runner, a monotonic clock otherwise.
 
@@ -233,9 +234,10 @@ class Engine(_Assertions):
         at least ``min_time`` seconds, in ``rounds`` rounds (the drift check
         compares per-round statistics).  Returns latency median/p90/p99 in ms,
         throughput in samples/s (axis 0 of the inputs) and the spread; on
-        the CPU clock also the CPU time of each run.
+        the CPU clock also the CPU time of each run.  ``clock``: where CPU-side times are read (the real clocks
+        by default; a test injects a deterministic one).
         """
         from pytest_trt.engines.benchmark import benchmark
 
         return benchmark(self.run, self.runner, inputs, warmup=warmup, iterations=iterations, min_time=min_time,
-                         rounds=rounds, device=self.result.device)
+                         rounds=rounds, device=self.result.device, clock=clock)

@@ -122,3 +122,64 @@ def test_implicit_int8_build_with_a_calibrator(models, tmp_path: Path) -> None: 
     assert result.effective_config["calibrator"]["algorithm"] == "entropy2"
     assert (tmp_path / "c.cache").read_text().split("-")[2].startswith("EntropyCalibration2")
     backend.record(result, config)
+
+
+class NoTensorRT:
+    """Stands in for the TensorRT module and builder config: any use of it is the failure under test."""
+
+    def __getattr__(self, name: str) -> object:
+        raise AssertionError(f"TensorRT was used ({name}) before the calibration-cache pin was checked")
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AssertionError(f"TensorRT was configured ({name}) before the calibration-cache pin was checked")
+
+
+def _implicit_config(tmp_path: Path, cache: Path, pinned: str | None):  # type: ignore[no-untyped-def]
+    from pytest_trt import BuildConfig, Calibration
+    from pytest_trt.testing import write_classifier
+
+    np.save(tmp_path / "calib.npy", np.random.default_rng(0).standard_normal((8, 8)).astype(np.float32))
+    return BuildConfig(name="implicit_pin", onnx=write_classifier(tmp_path / "m.onnx"), precision="int8",
+                       calibration=Calibration(algorithm="entropy2", data=str(tmp_path / "calib.npy"), batch_size=4,
+                                               cache=cache, cache_sha256=pinned))
+
+
+def test_implicit_pin_is_checked_before_tensorrt_reads_the_cache(tmp_path: Path) -> None:
+    """A real TensorRT 8.6 cache that the pin does not name: the build stops before TensorRT sees it."""
+    import hashlib
+
+    from pytest_trt.backends.trt_calibrator import attach_calibrator, check_pinned_cache
+    from pytest_trt.errors import BuildFailed
+
+    cache = tmp_path / "c.cache"
+    real = (DATA / "calib_trt8.6.1_entropy2_segformer.cache").read_bytes()
+    cache.write_bytes(real)
+    found = hashlib.sha256(real).hexdigest()  # what sha256sum prints for the file
+    pinned = "ab" * 32
+    config = _implicit_config(tmp_path, cache, pinned)
+    try:  # any other outcome (TensorRT touched, the CUDA layer missing: a skip under the plugin) is a failure
+        attach_calibrator(NoTensorRT(), NoTensorRT(), config)
+    except Exception as exc:  # noqa: BLE001
+        raised: BaseException | None = exc
+    else:
+        raised = None
+    assert isinstance(raised, BuildFailed), f"expected BuildFailed before TensorRT, got {raised!r}"
+    assert found in str(raised) and pinned in str(raised) and str(cache) in str(raised)
+    assert raised.stage == "calibration"
+    # the pin that names the file passes the check; no file yet passes too (the calibrator writes it, checked after)
+    check_pinned_cache(_implicit_config(tmp_path, cache, found), before_build=True)
+    check_pinned_cache(_implicit_config(tmp_path, tmp_path / "none.cache", pinned), before_build=True)
+    with pytest.raises(BuildFailed, match=r"\(no cache written\)"):  # after the build a missing file is a failure
+        check_pinned_cache(_implicit_config(tmp_path, tmp_path / "none.cache", pinned))
+
+
+def test_calibrator_cache_io_never_hands_tensorrt_an_unpinned_cache(tmp_path: Path) -> None:
+    import hashlib
+
+    path = tmp_path / "c.cache"
+    real = (DATA / "calib_trt8.6.1_entropy2_segformer.cache").read_bytes()
+    path.write_bytes(real)
+    assert CacheIO(path, "entropy2", pinned=hashlib.sha256(real).hexdigest()).read() == real
+    refused = CacheIO(path, "entropy2", pinned="0" * 64)
+    assert refused.read() is None
+    assert refused.events[-1].startswith(f"cache refused: {path} sha256 {hashlib.sha256(real).hexdigest()}")
