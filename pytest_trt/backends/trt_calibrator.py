@@ -215,16 +215,12 @@ def attach_calibrator(
     With dynamic shapes the first optimization profile is the calibration profile, set explicitly rather than
     left to TensorRT's "Calibration Profile is not defined. Calibrating with Profile 0" fallback.
     """
-    from pytest_trt.calibration.explicit import onnx_interface
-    from pytest_trt.common.calibration_data import check_model_inputs, pinned_samples
+    from pytest_trt.common.calibration_data import model_samples
 
     calib = config.calibration
     assert calib is not None
     check_pinned_cache(config, before_build=True)
-    inputs, _ = onnx_interface(config.onnx)
-    samples = pinned_samples(calib, input_name=next(iter(inputs)) if len(inputs) == 1 else None,
-                             config_name=config.name)
-    check_model_inputs(samples, inputs, calib, config_name=config.name, model=str(config.onnx))
+    samples, _ = model_samples(calib, config.onnx, config_name=config.name)
     from pytest_trt.backends.cuda import DeviceBuffer, Stream
 
     batches = samples.batches(calib.batch_size)

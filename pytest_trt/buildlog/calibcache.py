@@ -186,12 +186,11 @@ def sync_cache_file(config_name: str, path: str | Path | None, text: str, pinned
 
     The file is left alone when it holds these bytes already; without a path nothing is written.
     """
+    target = Path(path) if path is not None else None
+    if target is not None:
+        refuse_directory(config_name, target)
     check_cache_pin(config_name, hashlib.sha256(text.encode("utf-8")).hexdigest(), pinned)
-    if path is None:
-        return
-    target = Path(path)
-    refuse_directory(config_name, target)
-    if not target.is_file() or target.read_bytes() != text.encode("utf-8"):
+    if target is not None and (not target.is_file() or target.read_bytes() != text.encode("utf-8")):
         write_calibration_cache(target, text)
 
 

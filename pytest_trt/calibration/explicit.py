@@ -27,8 +27,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-import numpy as np
-
 from pytest_trt.buildlog.calibcache import (
     EXPLICIT_TAG,
     HEADER_ALGORITHMS,
@@ -53,8 +51,10 @@ STORE_SCHEMA = 1
 QDQ_FILE = "model.qdq.onnx"
 CACHE_FILE = "calibration.cache"
 INFO_FILE = "calibration.json"
-__all__ = ["ExplicitCalibration", "build_explicit", "built_onnx", "calibrate_explicit", "onnx_interface",
-           "set_store_root", "store_root"]
+__all__ = ["ExplicitCalibration", "build_explicit", "built_onnx", "calibrate_explicit", "set_store_root",
+           "store_root"]
+
+
 @dataclass(frozen=True)
 class ExplicitCalibration:
     """The outcome of calibrating one config: where the Q/DQ model is and what went into it."""
@@ -209,11 +209,8 @@ def _store(folder: Path, qdq: bytes, cache_text: str, info: dict[str, Any]) -> d
     return info
 
 
-def _existing_cache(config: BuildConfig, calib: Calibration, tensors: frozenset[str]) -> Ranges | None:
-    """The ranges of the pinned cache file when it exists and was written for this algorithm and this model.
-
-    ``tensors``: every tensor name of the model; a cache naming others was written for another model.
-    """
+def _existing_cache(config: BuildConfig, calib: Calibration) -> Ranges | None:
+    """The ranges of the pinned cache file when it exists and was written for this algorithm."""
     if calib.cache is None or not Path(calib.cache).is_file():
         return None
     parsed = parse_calibration_cache(Path(calib.cache).read_text(encoding="utf-8", errors="replace"),
@@ -226,14 +223,18 @@ def _existing_cache(config: BuildConfig, calib: Calibration, tensors: frozenset[
             f"algorithm={calib.algorithm!r} ({HEADER_ALGORITHMS[calib.algorithm]}). Delete the cache to "
             "recalibrate with the pinned algorithm, or pin the algorithm the cache was made with.",
             config_name=config.name, stage="calibration")
-    foreign = sorted(set(parsed.scales) - tensors)
+    return Ranges(calib.algorithm, {k: (-s * 127.0, s * 127.0) for k, s in parsed.scales.items()})
+
+
+def _refuse_foreign(config: BuildConfig, calib: Calibration, ranges: Ranges, tensors: frozenset[str]) -> None:
+    """A cache naming tensors the model does not have (``tensors``: all of its names) was written for another model."""
+    foreign = sorted(set(ranges.values) - tensors)
     if foreign:
         shown = ", ".join(map(repr, foreign[:5])) + (f" (+{len(foreign) - 5} more)" if len(foreign) > 5 else "")
         raise BuildFailed(
             f"BuildConfig {config.name!r}: calibration cache {str(calib.cache)!r} holds scales for {shown}, "
             f"which {config.onnx} has no tensor of: it was written for another model. Delete it to recalibrate, or "
             "point cache= at this model's cache.", config_name=config.name, stage="calibration")
-    return Ranges(calib.algorithm, {k: (-s * 127.0, s * 127.0) for k, s in parsed.scales.items()})
 
 
 def _calibrate(config: BuildConfig, calib: Calibration, data_sha256: str | None) -> tuple[bytes, str, dict[str, Any]]:
@@ -241,15 +242,15 @@ def _calibrate(config: BuildConfig, calib: Calibration, data_sha256: str | None)
 
     from pytest_trt.calibration.qdq import quantize
     from pytest_trt.calibration.ranges import compute_ranges
-    from pytest_trt.common.calibration_data import check_model_inputs, pinned_samples
+    from pytest_trt.common.calibration_data import model_samples
 
     t0 = time.perf_counter()
-    inputs, tensors = onnx_interface(config.onnx)
-    input_name = next(iter(inputs)) if len(inputs) == 1 else None
-    ranges = _existing_cache(config, calib, tensors)  # the pinned cache, when it holds this algorithm's scales
+    ranges = _existing_cache(config, calib)  # the pinned cache, when it holds this algorithm's scales
     source = "cache" if ranges is not None else "calibrator"
-    used = pinned_samples(calib, input_name=input_name, config_name=config.name)  # counted and recorded either way
-    check_model_inputs(used, inputs, calib, config_name=config.name, model=str(config.onnx))
+    # the samples, checked against the model's inputs, are counted and recorded whichever source gives the ranges
+    used, tensors = model_samples(calib, config.onnx, config_name=config.name)
+    if ranges is not None:
+        _refuse_foreign(config, calib, ranges, tensors)
     if ranges is None:
         batches = used.batches(calib.batch_size)
         with contextlib.redirect_stdout(io.StringIO()):
@@ -284,25 +285,3 @@ def _calibrate(config: BuildConfig, calib: Calibration, data_sha256: str | None)
         "seconds": {"ranges": ranges_s, "total": time.perf_counter() - t0},
     }
     return qdq, cache_text, info
-
-
-def onnx_interface(
-    onnx_path: str | Path,
-) -> tuple[dict[str, tuple[np.dtype[Any], tuple[int | None, ...]]], frozenset[str]]:
-    """The model's inputs ``{name: (dtype, dims)}`` (None for a dynamic dim), and every tensor name it has."""
-    import onnx
-    from onnx.helper import tensor_dtype_to_np_dtype
-
-    model = onnx.load(str(onnx_path), load_external_data=False)
-    graph = model.graph
-    inits = {i.name for i in graph.initializer}
-    inputs: dict[str, tuple[np.dtype[Any], tuple[int | None, ...]]] = {}
-    for value in graph.input:
-        if value.name in inits:
-            continue
-        tensor = value.type.tensor_type
-        dims = tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim)
-        inputs[value.name] = (np.dtype(tensor_dtype_to_np_dtype(tensor.elem_type)), dims)
-    tensors = {*inits, *(v.name for v in graph.input), *(v.name for v in graph.output)}
-    tensors.update(name for node in graph.node for name in (*node.input, *node.output) if name)
-    return inputs, frozenset(tensors)

@@ -300,3 +300,35 @@ def check_model_inputs(samples: CalibrationSamples, inputs: Mapping[str, tuple[n
             shown = "(" + ", ".join("N" if i == 0 else "?" if d is None else str(d) for i, d in enumerate(dims)) + ")"
             raise src.error(f"input {name!r} in {samples.source} has samples of shape {array.shape}, but {model} "
                             f"takes {shown} (N samples): reshape the data or fix the model's input")
+
+
+def onnx_interface(
+    onnx_path: str | Path,
+) -> tuple[dict[str, tuple[np.dtype[Any], tuple[int | None, ...]]], frozenset[str]]:
+    """The model's inputs ``{name: (dtype, dims)}`` (None for a dynamic dim), and every tensor name it has."""
+    import onnx
+    from onnx.helper import tensor_dtype_to_np_dtype
+
+    model = onnx.load(str(onnx_path), load_external_data=False)
+    graph = model.graph
+    inits = {i.name for i in graph.initializer}
+    inputs: dict[str, tuple[np.dtype[Any], tuple[int | None, ...]]] = {}
+    for value in graph.input:
+        if value.name in inits:
+            continue
+        tensor = value.type.tensor_type
+        dims = tuple(d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim)
+        inputs[value.name] = (np.dtype(tensor_dtype_to_np_dtype(tensor.elem_type)), dims)
+    tensors = {*inits, *(v.name for v in graph.input), *(v.name for v in graph.output)}
+    tensors.update(name for node in graph.node for name in (*node.input, *node.output) if name)
+    return inputs, frozenset(tensors)
+
+
+def model_samples(calibration: Calibration, onnx_path: str | Path, *,
+                  config_name: str | None) -> tuple[CalibrationSamples, frozenset[str]]:
+    """The pinned samples of ``calibration``, checked against the model's inputs, and every tensor name it has."""
+    inputs, tensors = onnx_interface(onnx_path)
+    samples = pinned_samples(calibration, input_name=next(iter(inputs)) if len(inputs) == 1 else None,
+                             config_name=config_name)
+    check_model_inputs(samples, inputs, calibration, config_name=config_name, model=str(onnx_path))
+    return samples, tensors
