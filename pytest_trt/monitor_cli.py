@@ -70,7 +70,7 @@ def spec_from_golden(path: Path, *, config: str | None = None, policy: Any = Non
                                                      rows=READ_ROWS)
             provenance = snap.provenance.to_dict()
     except TrtError as exc:
-        raise CommandInputError(f"{path}: {exc}") from None
+        raise CommandInputError(str(exc) if str(path) in str(exc) else f"{path}: {exc}") from None
     except (OSError, KeyError, ValueError) as exc:
         raise CommandInputError(f"{path}: cannot read the golden ({exc.__class__.__name__}: {exc})") from None
     if not outputs:

@@ -10,8 +10,8 @@ Metrics (labels ``config`` and ``output`` on each; ``stat`` where named):
 * ``pytest_trt_monitor_spec_info{spec_sha256, golden_sha256, golden_generation}``.
 
 :func:`alert_rules` writes a rule file whose alerts judge the histograms' ``_sum`` and ``_count`` over a time range
-with the spec's numbers, the same drift as the runtime: ``(mean - golden mean) / max(SD * sqrt(1 + N / n), floor)``,
-with at least ``window`` samples in the range, held ``for`` a while and kept firing for a while (hysteresis).
+with the spec's numbers and the runtime's unit (the SD of a ``window``-sample mean, see :func:`drift_expr`), with at
+least ``window`` samples in the range, held ``for`` a while and kept firing for a while (hysteresis in time).
 ``prometheus_client`` is imported only by :func:`register`.
 """
 
@@ -115,14 +115,17 @@ def _selector(spec: MonitorSpec, output: str, extra: str) -> str:
 
 
 def drift_expr(spec: MonitorSpec, output: str, stat: str, range_: str, matchers: str = "") -> str:
-    """PromQL of ``stat``'s drift in SDs over the last ``range_`` (absolute value)."""
+    """PromQL of ``stat``'s absolute drift over the last ``range_``, in the SD of one window (the runtime's unit).
+
+    The range's mean holds as many samples as the traffic gave, usually more than a window: it is judged in
+    the SD of a ``window``-sample mean, so a busy service alerts no more readily than a quiet one.
+    """
     ref = spec.outputs[output]
     s = ref.stats[stat]
     sel = _selector(spec, output, matchers)
-    count = f"increase({PREFIX}_{stat}_count{sel}[{range_}])"
-    total = f"increase({PREFIX}_{stat}_sum{sel}[{range_}])"
-    return (f"abs(({total} / {count} - {s.mean!r}) / clamp_min({s.sd!r} * sqrt(1 + {ref.samples} / {count}), "
-            f"{s.floor!r}))")
+    unit = s.unit(ref.samples, spec.policy.window)
+    return (f"abs(increase({PREFIX}_{stat}_sum{sel}[{range_}]) / increase({PREFIX}_{stat}_count{sel}[{range_}])"
+            f" - {s.mean!r}) / {unit!r}")
 
 
 def alert_rules(spec: MonitorSpec, *, range_: str = "30m", for_: str = "10m", keep_firing_for: str = "30m",
