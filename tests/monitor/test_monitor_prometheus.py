@@ -88,6 +88,51 @@ def test_the_rule_file_is_valid_for_promtool(digits: Digits, tmp_path: Path) -> 
     assert "SUCCESS: 3 rules found" in checked.stdout
 
 
+def test_the_rules_numbers_with_promtool(tmp_path: Path) -> None:
+    """promtool evaluates the generated rules on planted counters: 2.2 SD below the golden fires once it has held
+    for 5 minutes (pending, not firing, at 4m), 1.8 SD stays silent, 5 SD on fewer than 1000 samples in the range
+    stays silent.  The planted means come from the spec's numbers and the unit's definition, worked out here."""
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        pytest.skip(NO_SERVER.replace("prometheus binary", "promtool binary"))
+    rng = np.random.default_rng(0)
+    spec = MonitorSpec("c", {"logits": output_reference("logits", rng.normal(size=(2000, 10)) * 2)}, Policy())
+    spec_file = tmp_path / "c.monitor.json"
+    spec_file.write_text(spec.to_json())
+    rules = tmp_path / "rules.yml"
+    made = cli("monitor", "rules", spec_file, "-o", rules, "--range", "10m", "--for", "5m", "--keep-firing-for", "1m")
+    assert made.returncode == 0, made.stderr
+    ref = spec.outputs["logits"]
+    series = []
+    for instance, drift, per_minute in (("fires", -2.2, 1000), ("near", -1.8, 1000), ("few", -5.0, 50)):
+        for stat in STATS:
+            s = ref.stats[stat]
+            unit = math.sqrt(s.sd**2 + s.sd**2 * ref.samples / 1000)  # the SD of a 1000-sample window's mean
+            mean = s.mean + (drift * max(unit, s.floor) if stat == "max_confidence" else 0.0)
+            labels = f'config="c",output="logits",instance="{instance}"'
+            series += [f"      - series: 'pytest_trt_monitor_{stat}_count{{{labels}}}'\n"
+                       f"        values: '0+{per_minute}x40'",
+                       f"      - series: 'pytest_trt_monitor_{stat}_sum{{{labels}}}'\n"
+                       f"        values: '0+{mean * per_minute!r}x40'"]
+    exp = ("          - exp_labels: {alertname: PytestTrtOutputDrift, severity: page, config: c, output: logits, "
+           f"stat: max_confidence, instance: fires, spec_sha256: {spec.sha256}}}\n"
+           "            exp_annotations:\n"
+           f"              summary: {json.dumps('c logits: mean max softmax confidence moved from the golden')}\n"
+           "              description: " + json.dumps(
+               "mean max softmax confidence of logits over the last 10m is 2.2 SD from the golden's "
+               f"{ref.stats['max_confidence'].mean:.6g} (alert above 2 SD, at least 1000 samples; golden generation ?)")
+           + "\n")
+    test = tmp_path / "test.yml"
+    test.write_text(
+        f"rule_files: [{json.dumps(str(rules))}]\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n"
+        "    input_series:\n" + "\n".join(series) + "\n    alert_rule_test:\n"
+        "      - eval_time: 4m\n        alertname: PytestTrtOutputDrift\n        exp_alerts: []\n"
+        "      - eval_time: 30m\n        alertname: PytestTrtOutputDrift\n        exp_alerts:\n" + exp)
+    run = subprocess.run([promtool, "test", "rules", str(test)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "SUCCESS" in run.stdout
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -208,3 +253,4 @@ def test_a_real_prometheus_fires_on_the_shift_and_stays_silent_on_the_same_distr
     assert seen_same == []
     assert same.monitor.status().output("logits").state in ("ok", "warming up")
     assert shifted.monitor.status().output("logits").alert
+

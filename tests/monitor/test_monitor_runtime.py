@@ -64,6 +64,12 @@ def test_importing_the_monitor_imports_no_heavy_module() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def test_loading_the_plugin_does_not_import_the_monitor() -> None:
+    code = "import sys; import pytest_trt.plugin; print(sorted(m for m in sys.modules if 'monitor' in m))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_window_drift_matches_the_definition() -> None:
     golden = logits_of(2000, 0)
     spec = spec_for(golden, window=500)
