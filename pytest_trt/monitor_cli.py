@@ -222,17 +222,20 @@ def add_monitor_commands(groups: Any, common: argparse.ArgumentParser) -> None:
                    help="where the spec is written")
     p.add_argument("--config", help="the snapshot (needed when the file holds several)")
     p.add_argument("--alert-sd", type=float, metavar="SD", help="a window breaches above this many SDs (default 2)")
-    p.add_argument("--clear-sd", type=float, metavar="SD", help="an alert clears on a window below this many SDs (default 1)")
+    p.add_argument("--clear-sd", type=float, metavar="SD",
+                   help="an alert clears on a window below this many SDs (default 1)")
     p.add_argument("--window", type=int, metavar="N", help="samples per judged window (default 1000)")
-    p.add_argument("--confirm", type=int, metavar="N", help="breaching windows in a row that raise the alert (default 3)")
+    p.add_argument("--confirm", type=int, metavar="N",
+                   help="breaching windows in a row that raise the alert (default 3)")
     p.set_defaults(func=_guard(cmd_spec))
     p = sub.add_parser("rules", parents=[common], help="Prometheus alert rules of a monitor spec")
     p.add_argument("spec", type=Path, metavar="NAME.monitor.json")
     p.add_argument("-o", "--output", type=Path, metavar="RULES.yml", help="write here instead of stdout")
     p.add_argument("--range", default="30m", metavar="DURATION", help="time range each alert judges (default 30m)")
-    p.add_argument("--for", dest="for_", default="10m", metavar="DURATION", help="how long a drift must last to fire (default 10m)")
-    p.add_argument("--keep-firing-for", default="30m", metavar="DURATION", help="how long an alert keeps firing once the drift is "
-                                                            "gone (default 30m)")
+    p.add_argument("--for", dest="for_", default="10m", metavar="DURATION",
+                   help="how long a drift must last to fire (default 10m)")
+    p.add_argument("--keep-firing-for", default="30m", metavar="DURATION",
+                   help="how long an alert keeps firing once the drift is gone (default 30m)")
     p.set_defaults(func=_guard(cmd_rules))
     p = sub.add_parser("check", parents=[common], help="judge served outputs saved as .npz (exit 1 on an alert)")
     p.add_argument("spec", type=Path, metavar="NAME.monitor.json")
