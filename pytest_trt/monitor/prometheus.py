@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from typing import Any, Protocol
 
 from pytest_trt.compare.distribution import HISTOGRAM_BINS
+from pytest_trt.errors import MonitorError
 from pytest_trt.monitor.spec import STATS, MonitorSpec
 
 PREFIX = "pytest_trt_monitor"
@@ -50,13 +51,16 @@ class MonitorCollector:
     def __init__(self, monitor: Monitored) -> None:
         self.monitor = monitor
 
-    def describe(self) -> list[Any]:
-        return []  # no metric names are checked at registration: several monitors may share a registry
+    def describe(self) -> Iterator[Any]:
+        """The metric names, so that a registry refuses a second monitor's (their series would clash)."""
+        return self._families(None)
 
     def collect(self) -> Iterator[Any]:
+        return self._families(self.monitor.status())
+
+    def _families(self, status: Any) -> Iterator[Any]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
-        status = self.monitor.status()
         spec = self.monitor.spec
         labels = ["config", "output"]
         hists = {k: HistogramMetricFamily(f"{PREFIX}_{k}", f"per-sample {STAT_TEXT[k][5:]} of the served outputs",
@@ -66,7 +70,7 @@ class MonitorCollector:
         alert = GaugeMetricFamily(f"{PREFIX}_alert", "1 while the monitor's alert is raised", labels=labels)
         windows = CounterMetricFamily(f"{PREFIX}_windows", "windows judged", labels=labels)
         nonfinite = CounterMetricFamily(f"{PREFIX}_nonfinite", "samples with NaN/Inf scores", labels=labels)
-        for o in status.outputs:
+        for o in () if status is None else status.outputs:
             values = [status.config, o.output]
             ref = spec.outputs[o.output]
             for s in o.stats:
@@ -85,8 +89,9 @@ class MonitorCollector:
         yield from (drift, alert, windows, nonfinite)
         info = GaugeMetricFamily(f"{PREFIX}_spec_info", "the monitor spec in use",
                                  labels=["config", "spec_sha256", "golden_sha256", "golden_generation"])
-        info.add_metric([status.config, status.spec_sha256, str(spec.golden.get("sha256", "")),
-                         str(spec.golden.get("generation", ""))], 1.0)
+        if status is not None:
+            info.add_metric([status.config, status.spec_sha256, str(spec.golden.get("sha256", "")),
+                             str(spec.golden.get("generation", ""))], 1.0)
         yield info
 
 
@@ -96,11 +101,14 @@ def register(monitor: Monitored, registry: Any = None) -> MonitorCollector:
     try:
         import prometheus_client
     except ImportError:
-        from pytest_trt.errors import MonitorError
-
         raise MonitorError("export_prometheus needs prometheus_client: pip install 'pytest-trt[monitor]'") from None
     collector = MonitorCollector(monitor)
-    (prometheus_client.REGISTRY if registry is None else registry).register(collector)
+    try:
+        (prometheus_client.REGISTRY if registry is None else registry).register(collector)
+    except ValueError as exc:
+        raise MonitorError(f"export_prometheus: the registry already holds these metrics ({exc}); one registry "
+                           "exports one monitor: give a monitor whose spec lists every output, or pass another "
+                           "prometheus_client.CollectorRegistry") from None
     return collector
 
 

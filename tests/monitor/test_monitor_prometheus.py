@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pytest_trt.errors import MonitorError
 from pytest_trt.monitor import MonitorSpec, OutputMonitor, Policy, load_spec
 from pytest_trt.monitor.spec import STATS, output_reference
 from tests.monitor.conftest import Digits, cli
@@ -74,6 +75,15 @@ def test_drift_gauge_is_nan_before_the_first_window() -> None:
     value = registry.get_sample_value("pytest_trt_monitor_drift_sd",
                                       {"config": "m", "output": "logits", "stat": "entropy"})
     assert value is not None and math.isnan(value)
+
+
+def test_a_registry_refuses_a_second_monitor() -> None:
+    spec = MonitorSpec("m", {"logits": output_reference("logits", np.eye(10)[np.arange(100) % 10] * 5)})
+    registry = prometheus_client.CollectorRegistry()
+    OutputMonitor(spec).export_prometheus(registry)
+    with pytest.raises(MonitorError, match="one registry exports one monitor"):
+        OutputMonitor(spec).export_prometheus(registry)
+    OutputMonitor(spec).export_prometheus(prometheus_client.CollectorRegistry())
 
 
 def test_the_rule_file_is_valid_for_promtool(digits: Digits, tmp_path: Path) -> None:
