@@ -22,9 +22,9 @@ import math
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-from pytest_trt.compare.distribution import HISTOGRAM_BINS
+from pytest_trt.compare.distribution import HISTOGRAM_BINS, STATS
 from pytest_trt.errors import MonitorError
-from pytest_trt.monitor.spec import STATS, MonitorSpec
+from pytest_trt.monitor.spec import MonitorSpec
 
 PREFIX = "pytest_trt_monitor"
 ALERT_NAME = "PytestTrtOutputDrift"

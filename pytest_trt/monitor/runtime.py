@@ -26,9 +26,10 @@ from typing import Any
 import numpy as np
 
 from pytest_trt.compare import distribution
+from pytest_trt.compare.distribution import STATS
 from pytest_trt.compare.workspace import Workspace
 from pytest_trt.errors import MonitorError
-from pytest_trt.monitor.spec import STATS, MonitorSpec, OutputReference, Policy, load_spec
+from pytest_trt.monitor.spec import MonitorSpec, OutputReference, Policy, load_spec
 
 OK, WARMING_UP, PENDING, ALERT = "ok", "warming up", "pending", "alert"
 

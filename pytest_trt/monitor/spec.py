@@ -8,7 +8,7 @@ and the golden set's fixed-bin histogram; then the alert policy, and where it ca
 the snapshot's generation, provenance and approval).  The document carries the sha256 of its own canonical JSON
 (every key but ``sha256``): a spec edited by hand fails to load, naming the file.
 
-json and hashlib at import; :func:`output_reference` (run where a spec is made) takes numpy on call.
+The statistics, their order and their histogram bins are :mod:`pytest_trt.compare.distribution`'s.
 """
 
 from __future__ import annotations
@@ -21,11 +21,14 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from pytest_trt.compare import distribution
+from pytest_trt.compare.distribution import STATS
 from pytest_trt.errors import MonitorError
 
 FORMAT = "pytest-trt-monitor"
 SCHEMA = 1
-STATS = ("max_confidence", "entropy", "top2_margin")  # the order of pytest_trt.compare.distribution.STATS
 
 
 @dataclass(frozen=True)
@@ -140,10 +143,6 @@ def output_reference(name: str, scores: Any, *, logits: bool | None = None,
     ``rows`` at a time): histograms over the fixed bins and, unless ``recorded`` gives the golden's
     ``{stat: (mean, bootstrap SD)}``, means and bootstrap SDs computed as the golden check computes them.
     """
-    import numpy as np
-
-    from pytest_trt.compare import distribution
-
     n, classes = int(scores.shape[0]), int(scores.shape[1])
     if logits is None:
         logits = not distribution.looks_like_probabilities(np.asarray(scores[:rows]))

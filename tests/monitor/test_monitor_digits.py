@@ -15,8 +15,9 @@ import numpy as np
 import pytest
 
 from pytest_trt.compare import distribution
+from pytest_trt.compare.distribution import STATS
 from pytest_trt.monitor import MonitorSpec, OutputMonitor, load_spec
-from pytest_trt.monitor.spec import STATS, output_reference
+from pytest_trt.monitor.spec import output_reference
 from tests.monitor.conftest import Digits, cli
 
 WINDOWS = 300

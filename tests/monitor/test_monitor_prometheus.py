@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from pytest_trt.compare.distribution import STATS
 from pytest_trt.errors import MonitorError
 from pytest_trt.monitor import MonitorSpec, OutputMonitor, Policy, load_spec
-from pytest_trt.monitor.spec import STATS, output_reference
+from pytest_trt.monitor.spec import output_reference
 from tests.monitor.conftest import Digits, cli
 
 prometheus_client = pytest.importorskip("prometheus_client", reason="pip install 'pytest-trt[monitor]'")

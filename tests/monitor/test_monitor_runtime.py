@@ -13,9 +13,10 @@ import threading
 import numpy as np
 import pytest
 
+from pytest_trt.compare.distribution import STATS
 from pytest_trt.errors import MonitorError
 from pytest_trt.monitor import MonitorSpec, OutputMonitor, Policy
-from pytest_trt.monitor.spec import STATS, OutputReference, StatReference, output_reference
+from pytest_trt.monitor.spec import OutputReference, StatReference, output_reference
 
 C = 10
 
