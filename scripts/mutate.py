@@ -38,8 +38,6 @@ _VERIFY = ("tests/audit/test_verify.py", "tests/audit/test_tamper.py", "tests/au
 _CLI = ("tests/audit/test_cli_bad_inputs.py", "tests/test_cli.py")
 _ASSERTIONS = ("tests/buildlog/test_buildlog_assertions.py", "tests/buildlog/test_assertion_edges.py")
 _CACHE = ("tests/foundation/test_cache.py", "tests/foundation/test_cache_integrity.py")
-_MONITOR = ("tests/monitor/test_monitor_runtime.py", "tests/monitor/test_monitor_spec_cli.py")
-_MONITOR_RULES = ("tests/monitor/test_monitor_prometheus.py",)
 
 MUTANTS = (
     # -- audit/verify.py, audit/tarscan.py, audit/schema.py: reading bundles --------------------------------------
@@ -132,6 +130,41 @@ MUTANTS = (
     Mutant("assert-precision-any", "pytest_trt/buildlog/assertions.py",
            "    if layers and not wrong:", "    if layers:",
            _ASSERTIONS, "assert_precision passes with a layer in another dtype"),
+    # -- monitor/: the gray-release alert ---------------------------------------------------------------------------
+    Mutant("monitor-no-hysteresis", "pytest_trt/monitor/runtime.py",
+           "            if worst < self.policy.clear_sd:", "            if worst <= self.policy.alert_sd:",
+           ("tests/monitor/test_monitor_runtime.py", "tests/monitor/test_monitor_spec_cli.py"),
+           "a raised alert clears on the first window under the alert threshold: it flaps"),
+    Mutant("monitor-no-confirm", "pytest_trt/monitor/runtime.py",
+           "        if self.breaches >= self.policy.confirm:", "        if self.breaches >= 1:",
+           ("tests/monitor/test_monitor_runtime.py", "tests/monitor/test_monitor_spec_cli.py"),
+           "one noisy window raises the alert (the false-positive rate of a single 2 SD test)"),
+    Mutant("monitor-one-sided", "pytest_trt/monitor/runtime.py",
+           "        worst = float(np.max(np.abs(drift)))", "        worst = float(np.max(drift))",
+           ("tests/monitor/test_monitor_runtime.py", "tests/monitor/test_monitor_spec_cli.py"),
+           "a fall in confidence or margin (the incident's direction) never breaches"),
+    Mutant("monitor-unit-unscaled", "pytest_trt/monitor/spec.py",
+           "        return max(self.sd * math.sqrt(1.0 + golden_samples / window), self.floor)",
+           "        return max(self.sd, self.floor)",
+           ("tests/monitor/test_monitor_runtime.py", "tests/monitor/test_monitor_spec_cli.py"),
+           "drift in the golden mean's SD, not the window's: a window's own noise reads as drift"),
+    Mutant("monitor-spec-hash-unchecked", "pytest_trt/monitor/spec.py",
+           "    if stored != actual:", "    if stored is None:",
+           ("tests/monitor/test_monitor_runtime.py", "tests/monitor/test_monitor_spec_cli.py"),
+           "a spec edited by hand (a loosened threshold, a moved reference) loads"),
+    Mutant("monitor-rule-one-sided", "pytest_trt/monitor/prometheus.py",
+           'return (f"abs(increase(', 'return (f"(increase(',
+           ("tests/monitor/test_monitor_prometheus.py",),
+           "the Prometheus alert misses a fall in confidence"),
+    Mutant("monitor-rule-clear-threshold", "pytest_trt/monitor/prometheus.py",
+           '{drift_expr(spec, output, stat, range_, matchers)} > {p.alert_sd!r}',
+           '{drift_expr(spec, output, stat, range_, matchers)} > {p.clear_sd!r}',
+           ("tests/monitor/test_monitor_prometheus.py",),
+           "the Prometheus alert fires at the clear threshold"),
+    Mutant("monitor-rule-no-min-samples", "pytest_trt/monitor/prometheus.py",
+           ' and {count} >= {p.window}"', '"',
+           ("tests/monitor/test_monitor_prometheus.py",),
+           "the Prometheus alert judges a handful of samples after a restart"),
     # -- compare/rules.py -------------------------------------------------------------------------------------------
     Mutant("verdict-max-abs-off", "pytest_trt/compare/rules.py",
            '    Rule("max_abs", "Max abs error", lambda m: m.elements.max_abs, column="max_abs", report=True,',
@@ -240,33 +273,6 @@ MUTANTS = (
            "        sidecar_path(Path(c.path)).unlink(missing_ok=True)\n", "        pass\n",
            ("tests/catalog/test_catalog_prune.py",),
            "a pruned bundle's hidden .state.json sidecar stays behind, describing a file that is gone"),
-    # -- monitor/: the gray-release alert ---------------------------------------------------------------------------
-    Mutant("monitor-no-hysteresis", "pytest_trt/monitor/runtime.py",
-           "            if worst < self.policy.clear_sd:", "            if worst <= self.policy.alert_sd:",
-           _MONITOR, "a raised alert clears on the first window under the alert threshold: it flaps"),
-    Mutant("monitor-no-confirm", "pytest_trt/monitor/runtime.py",
-           "        if self.breaches >= self.policy.confirm:", "        if self.breaches >= 1:",
-           _MONITOR, "one noisy window raises the alert (the false-positive rate of a single 2 SD test)"),
-    Mutant("monitor-one-sided", "pytest_trt/monitor/runtime.py",
-           "        worst = float(np.max(np.abs(drift)))", "        worst = float(np.max(drift))",
-           _MONITOR, "a fall in confidence or margin (the incident's direction) never breaches"),
-    Mutant("monitor-unit-unscaled", "pytest_trt/monitor/spec.py",
-           "        return max(self.sd * math.sqrt(1.0 + golden_samples / window), self.floor)",
-           "        return max(self.sd, self.floor)",
-           _MONITOR, "drift in the golden mean's SD, not the window's: a window's own noise reads as drift"),
-    Mutant("monitor-spec-hash-unchecked", "pytest_trt/monitor/spec.py",
-           "    if stored != actual:", "    if stored is None:",
-           _MONITOR, "a spec edited by hand (a loosened threshold, a moved reference) loads"),
-    Mutant("monitor-rule-one-sided", "pytest_trt/monitor/prometheus.py",
-           'return (f"abs(increase(', 'return (f"(increase(',
-           _MONITOR_RULES, "the Prometheus alert misses a fall in confidence"),
-    Mutant("monitor-rule-clear-threshold", "pytest_trt/monitor/prometheus.py",
-           '{drift_expr(spec, output, stat, range_, matchers)} > {p.alert_sd!r}',
-           '{drift_expr(spec, output, stat, range_, matchers)} > {p.clear_sd!r}',
-           _MONITOR_RULES, "the Prometheus alert fires at the clear threshold"),
-    Mutant("monitor-rule-no-min-samples", "pytest_trt/monitor/prometheus.py",
-           ' and {count} >= {p.window}"', '"',
-           _MONITOR_RULES, "the Prometheus alert judges a handful of samples after a restart"),
 )
 
 
