@@ -11,6 +11,7 @@ Commands::
     pytest-trt golden show FILE
     pytest-trt calib show CACHE | calib diff OLD NEW  (see pytest_trt.calibration.cli)
     pytest-trt catalog add|query|show|history|push|prune ...  (see pytest_trt.catalog.cli)
+    pytest-trt monitor spec|rules|check ...  (see pytest_trt.monitor_cli)
 
 Every command takes ``--json`` (one JSON document on stdout).
 
@@ -239,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     groups = parser.add_subparsers(dest="group", required=True,
-                                   metavar="{bundle,log,golden,calib,upgrade-report,catalog}")
+                                   metavar="{bundle,log,golden,calib,upgrade-report,catalog,monitor}")
     bundle = groups.add_parser("bundle", help="verify, show and diff audit bundles").add_subparsers(
         dest="command", required=True, metavar="{verify,show,diff}")
     p = bundle.add_parser("verify", parents=[common], help="check manifest hashes, schema, member safety, signature")
@@ -273,6 +274,9 @@ def build_parser() -> argparse.ArgumentParser:
     from pytest_trt.catalog.cli import add_catalog_commands
 
     add_catalog_commands(groups, common)
+    from pytest_trt.monitor_cli import add_monitor_commands
+
+    add_monitor_commands(groups, common)
     return parser
 
 

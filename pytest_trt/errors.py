@@ -160,6 +160,15 @@ class CatalogError(TrtError):
     """The catalog database cannot be used (newer schema, not a database, unwritable)."""
 
 
+class MonitorError(TrtError, ValueError):
+    """A monitor spec that cannot be used (unreadable, edited by hand, of another schema) or outputs that do not fit
+    it; ``path`` names the spec file when there is one."""
+
+    def __init__(self, message: str, *, path: str | None = None, **context: Any) -> None:
+        super().__init__(message, path=path, **context)
+        self.path = path
+
+
 class MlflowUnavailable(ImportError):
     """mlflow is not installed."""
 

@@ -33,8 +33,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("artifact", "config", "calibration", "buildlog"),
     # 2 the backends that build and run engines, and the option table that names them
     ("backends", "options"),
-    # 3 comparing outputs
-    ("compare",),
+    # 3 comparing outputs; the output monitor a service embeds (numpy only)
+    ("compare", "monitor"),
     # 4 engines for tests: provider, cache, the Engine object and its assertions
     ("engines", "strategies"),
     # 5 golden snapshots
@@ -44,7 +44,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 7 reading many bundles: upgrade review, catalog
     ("upgrade", "catalog"),
     # 8 front ends: the pytest plugin and the command line
-    ("plugin", "pytest_plugin", "cli", "testing"),
+    ("plugin", "pytest_plugin", "cli", "testing", "monitor_cli"),
 )
 
 

@@ -9,6 +9,7 @@ the statistic's own sampling noise, estimated by bootstrap over the golden set
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,22 @@ BOOTSTRAP_MAX = 10_000
 #: 1), 0.0069 for the entropy of 1000 classes (scale ln 1000); 3 SD then still
 #: catches a 0.3-point shift of mean confidence, the size calibration changes make.
 SD_FLOOR = 1e-3
+#: fixed bins of the per-sample histograms (bundle summaries, monitor specs): 24 over [0, 1] for confidence and
+#: margin, over [0, ln C] for the entropy of C classes (values outside are counted in the end bins)
+HISTOGRAM_BINS = 24
+
+
+def histogram_top(stat: str, classes: int) -> float:
+    """The upper end of ``stat``'s histogram range (the lower end is 0): ``ln C`` for entropy, else 1."""
+    if stat == "entropy":
+        return math.log(classes) if classes > 1 else 1.0
+    return 1.0
+
+
+def histogram(values: np.ndarray, top: float) -> np.ndarray:
+    """Counts of ``values`` in :data:`HISTOGRAM_BINS` equal bins over ``[0, top]`` (int64)."""
+    counts, _ = np.histogram(np.clip(values, 0.0, top), bins=HISTOGRAM_BINS, range=(0.0, top))
+    return counts.astype(np.int64, copy=False)
 
 
 def looks_like_probabilities(scores: np.ndarray) -> bool:

@@ -12,26 +12,25 @@ confusion counts.  Two runs of one suite then compare by bins and counts.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 
+from pytest_trt.compare import distribution
 from pytest_trt.compare.accumulate import OutputAccumulator
 from pytest_trt.compare.thresholds import Thresholds, ThresholdSet
 from pytest_trt.compare.verdict import OutputMetrics
 
 SUMMARY_SCHEMA = 1
-BINS = 24
+BINS = distribution.HISTOGRAM_BINS
 #: confusion counts are kept for at most this many classes (ImageNet's 1000 would be too many cells)
 MAX_CONFUSION_CLASSES = 100
 
 
 def _histogram(values: np.ndarray, hi: float) -> dict[str, Any]:
-    counts, _ = np.histogram(np.clip(values, 0.0, hi), bins=BINS, range=(0.0, hi))
-    return {"range": [0.0, hi], "counts": [int(c) for c in counts]}
+    return {"range": [0.0, hi], "counts": [int(c) for c in distribution.histogram(values, hi)]}
 
 
 def _confusion(predicted: np.ndarray, labels: np.ndarray, classes: int) -> list[list[int]] | None:
@@ -49,10 +48,9 @@ def summarize_output(stream: OutputAccumulator, metrics: OutputMetrics, threshol
     stats = stream.per_sample_stats() if stream.classifier else {}
     if stats:
         classes = int(stream.sample_shape[-1]) if stream.sample_shape else 0
-        entropy_max = math.log(classes) if classes > 1 else 1.0
         out["classes"] = classes
         out["histograms"] = {
-            k: _histogram(v, entropy_max if k == "entropy" else 1.0) for k, v in sorted(stats.items())
+            k: _histogram(v, distribution.histogram_top(k, classes)) for k, v in sorted(stats.items())
         }
         top1 = stream.obtained_top1()
         if top1 is not None and labels is not None:
