@@ -21,6 +21,8 @@ SEVERITY = {REGRESSION: 0, NOT_COMPARED: 1, CHANGED_UNCHECKED: 2, WITHIN: 3, UNC
 
 #: metric name in OutputMetrics.to_dict -> (threshold name, "max" or "min")
 _ELEMENT_METRICS: dict[str, tuple[str | None, str | None]] = {**report_bounds(), "accuracy": (None, None)}
+#: relative allowance for a top-1 drop computed from two rounded fractions (far below one sample in a billion)
+_ROUNDING = 1e-9
 #: environment keys that are noise for a reviewer (they differ between any two runs)
 _NOISE_ENV = ("hostname", "timestamp", "git", "cwd", "rootdir", "pid", "user")
 
@@ -40,9 +42,12 @@ class MetricRow:
 
     @property
     def breached(self) -> bool:
+        """Past the threshold; at it is within, as in the check.  A top-1 drop is the difference of two stored
+        fractions (0.92 - 0.91 is 0.010000000000000009), so it is compared with a rounding allowance."""
         if self.new is None or self.threshold is None:
             return False
-        return self.new > self.threshold if self.bound == "max" else self.new < self.threshold
+        limit = self.threshold + (_ROUNDING * max(1.0, abs(self.threshold)) if self.metric == "top1_drop" else 0.0)
+        return self.new > limit if self.bound == "max" else self.new < self.threshold
 
     @property
     def changed(self) -> bool:

@@ -55,7 +55,8 @@ def _check(accuracy: Fraction, golden: Fraction, tags: dict[str, tuple[Fraction,
     metrics = {"samples": 64, "count": 640, "max_abs": 0.0, "max_rel": 0.0, "l2_delta": 0.0, "cosine": 1.0,
                "golden_norm": 10.0, "nonfinite_obtained": 0, "nonfinite_golden": 0, "top1_agreement": 1.0,
                "accuracy": float(accuracy), "golden_accuracy": float(golden),
-               "accuracy_drop": float(accuracy - golden),  # OutputMetrics.accuracy_drop: obtained minus golden
+               # OutputMetrics.accuracy_drop: obtained minus golden, in floats as the check computes it
+               "accuracy_drop": float(accuracy) - float(golden),
                "tags": {t: {"count": 8, "agreement": 1.0, "accuracy": float(a), "golden_accuracy": float(g)}
                         for t, (a, g) in tags.items()},
                "drift": {}}
@@ -187,3 +188,25 @@ def test_configs_pair_by_name_and_version(tmp_path: Path, built: Any, record: An
     text = cli("upgrade-report", old, new, "--no-html").stdout
     assert "ONLY IN OLD                    conv_bn_relu v1 (" in text
     assert "ONLY IN NEW                    conv_bn_relu v2 (" in text
+
+
+@pytest.mark.parametrize(("new_accuracy", "golden_accuracy", "threshold"), [
+    (F(91, 100), F(92, 100), "0.01"),  # exactly at the threshold: 0.92 - 0.91 is 0.010000000000000009 in floats
+    (F(189, 200), F(190, 200), "0.005"),  # the default threshold, exactly
+    (F(90, 100), F(92, 100), "0.01"),  # one sample past it
+    (F(917, 1000), F(920, 1000), "0.003"),
+])
+def test_a_top1_drop_at_its_threshold_is_within(tmp_path: Path, built: Any, record: Any,
+                                                environment: dict[str, Any], new_accuracy: Fraction,
+                                                golden_accuracy: Fraction, threshold: str) -> None:
+    """The boundary is inclusive (docs/goldens.md: the max accuracy drop), whatever the floats' rounding."""
+    tags = {"edge": (new_accuracy, golden_accuracy)}
+    old_check = _check(golden_accuracy, golden_accuracy, {"edge": (golden_accuracy, golden_accuracy)},
+                       float(threshold))
+    new_check = _check(new_accuracy, golden_accuracy, tags, float(threshold))
+    old, new = _runs(tmp_path, built, record, (old_check, environment), (new_check, environment))
+    code, doc = report_json(old, new, tmp_path / "r.html")
+    past = golden_accuracy - new_accuracy > Fraction(threshold)
+    rows = [m for m in _config(doc)["metrics"] if m["metric"] == "top1_drop"]
+    assert [(m["tag"], m["breached"]) for m in rows] == [(None, past), ("edge", past)]
+    assert _config(doc)["verdict"] == ("regression" if past else "changed within thresholds")
