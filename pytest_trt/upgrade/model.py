@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_trt.audit.bundle_diff import changes
+from pytest_trt.audit.failures import FAILED_SUFFIX
 from pytest_trt.buildlog.record_diff import RecordDiff, diff_records
 from pytest_trt.compare.rules import report_bounds
 from pytest_trt.upgrade.pairing import VERIFY_STAGE, Pairing, Side
@@ -208,7 +209,8 @@ def _failed_review(old: Side, new: Side) -> ConfigReview:
     failed = old if old.failure is not None else new
     note = failed.failure or {}
     if note.get("stage") == VERIFY_STAGE:
-        reasons = [f"could not verify the {where} bundle {failed.file}: {note.get('message')}"]
+        what = "build-failure note" if failed.file.endswith(FAILED_SUFFIX) else "bundle"
+        reasons = [f"could not verify the {where} {what} {failed.file}: {note.get('message')}"]
     else:
         reasons = [f"could not build on {where} ({failed.backend} {failed.backend_version}, "
                    f"stage {note.get('stage')}): {_first_error(str(note.get('message', '')))}"]

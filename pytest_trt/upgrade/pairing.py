@@ -50,6 +50,10 @@ VERIFY_STAGE = "verify"
 #: ``<name>-v<version>-<backend><major.minor>-<device>.tar.gz`` (``pytest_trt.audit.bundle.bundle_name``)
 _BUNDLE_NAME = re.compile(r"^(?P<name>.+)-v(?P<version>[A-Za-z0-9_.+-]+?)-[A-Za-z][A-Za-z_-]*\d+\.\d+-.+\.tar\.gz$")
 
+#: ``<name>-v<version>-<backend>.build-failed.json`` (``pytest_trt.audit.failures.write_failure_note``)
+_NOTE_NAME = re.compile(r"^(?P<name>.+)-v(?P<version>[A-Za-z0-9_.+-]+?)-[A-Za-z][A-Za-z0-9_-]*"
+                        + re.escape(FAILED_SUFFIX) + "$")
+
 
 def _unverified_side(path: Path, why: str) -> Side:
     """A bundle that cannot be used: named by its file (its config.json is not trusted), compared as a failure."""
@@ -81,7 +85,10 @@ def _failure_side(path: Path) -> Side:
         return Side(str(path), str(config["name"]), str(config.get("version")), str(doc.get("backend")),
                     str(doc.get("backend_version")), failure=doc)
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise PairingError(f"{path}: not a pytest-trt build-failure note ({exc})") from None
+        match = _NOTE_NAME.match(path.name)
+        name, version = (match["name"], match["version"]) if match else (path.name, "?")
+        return Side(str(path), name, version, "unknown", "unknown", failure={
+            "stage": VERIFY_STAGE, "message": f"not a readable pytest-trt build-failure note ({exc})"})
 
 
 def _files(spec: str) -> list[Path]:

@@ -158,3 +158,18 @@ def test_an_empty_warning_is_listed_by_bundle_diff_and_the_report(ort_runs: tupl
     html = (tmp_path / "r.html").read_text()
     assert "new warnings" in html
     assert json.loads(json.dumps(doc))["counts"]["could not compare"] == 0
+
+
+def test_an_unreadable_build_failure_note_is_one_config_not_compared(ort_runs: tuple[Path, Path, Path],
+                                                                     tmp_path: Path) -> None:
+    old = ort_runs[0]
+    new = copy_run(old, tmp_path / "new")
+    _labelled(new).unlink()
+    note = new / f"{LABELLED}-v1.0.0-onnxruntime.build-failed.json"
+    note.write_text('{"config": ')  # torn: the writer was killed
+    code, doc = report_json(old, new, tmp_path / "r.html")
+    assert code == 1 and {c["config"]: c["verdict"] for c in doc["configs"]} == {
+        LABELLED: "could not compare", "mobilenet_v2_qdq_ort": "unchanged"}
+    (broken,) = [c for c in doc["configs"] if c["config"] == LABELLED]
+    assert broken["reasons"][0].startswith(f"could not verify the NEW build-failure note {note.name}: not a readable "
+                                           "pytest-trt build-failure note (")
