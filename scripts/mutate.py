@@ -67,7 +67,7 @@ MUTANTS = (
            '    if meta["engine_sha256"] != engine_sha:', "    if False:", _VERIFY,
            "build.json may name another engine than the one bundled"),
     Mutant("verify-log-cap", "pytest_trt/audit/verify.py",
-           "        if total > limit:", "        if False:", _VERIFY,
+           "        if total > cap:", "        if False:", _VERIFY,
            "an inflating build.log.gz is decompressed without bound"),
     Mutant("tarscan-size-cap", "pytest_trt/audit/tarscan.py",
            "    if size > cap:", "    if False:", _VERIFY,
