@@ -59,12 +59,21 @@ def flatten(data: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
         yield prefix, data
 
 
+def _empty(value: Any) -> bool:
+    return value is None or (isinstance(value, (Mapping, list)) and not value)
+
+
 def changes(old: Any, new: Any, *, ignore: frozenset[str] = frozenset()) -> tuple[Change, ...]:
+    """Differing leaves; an empty object or array on one side whose keys the other side lists is not a change of
+    its own (``env: {}`` against ``env.OMP_NUM_THREADS``: one difference, the variable)."""
     a, b = dict(flatten(old)), dict(flatten(new))
+    parents = {path[:i] for path in (*a, *b) for i, ch in enumerate(path) if ch == "."}
+    parents |= {""} if any(a) or any(b) else set()  # the top level holds every other path
     return tuple(
         Change(path, a.get(path), b.get(path))
         for path in sorted(set(a) | set(b))
         if path not in ignore and a.get(path) != b.get(path)
+        and not (path in parents and _empty(a.get(path)) and _empty(b.get(path)))
     )
 
 

@@ -37,7 +37,10 @@ def _expect(value: Any, where: str, *types_: type, nullable: bool = False) -> No
         return
     ok = isinstance(value, types_) and not (isinstance(value, bool) and bool not in types_)
     if not ok:
-        wanted = " or ".join(_kind(t()) if t is not type(None) else "null" for t in types_)
+        names = [_kind(t()) if t is not type(None) else "null" for t in types_]
+        if "a number" in names and "an integer" in names:  # int or float: a JSON number
+            names.remove("an integer")
+        wanted = " or ".join(names)
         raise SchemaError(where, f"expected {wanted}{' or null' if nullable else ''}, found {_kind(value)}")
 
 
@@ -131,10 +134,100 @@ def check_calibration(doc: Mapping[str, Any]) -> None:
     _sha(doc.get("qdq_model_sha256"), "calibration.json:qdq_model_sha256", nullable=True)
 
 
+_STR_OR_NULL = ((str,), True, False)
+_NUM_OR_NULL = (_NUM, True, False)
+#: one golden check (``pytest_trt.pytest_plugin.record.GoldenVerdict``): read by ``bundle show``/``diff``, the
+#: catalog, the recorder's merge and the upgrade report
+_VERDICT = {
+    "verdict": ((str,), False, True),
+    "config_hash": _STR_OR_NULL,
+    "message": _STR_OR_NULL,
+    "test": _STR_OR_NULL,
+    "golden": _STR_OR_NULL,
+    "generation": ((int,), True, False),
+    "detail": ((dict,), True, False),
+    "outputs": ((dict,), True, False),
+}
+_DETAIL = {"checks": ((list,), True, False), "passed": ((bool,), True, False)}
+_METRIC_CHECK = {
+    "output": _STR_OR_NULL, "metric": _STR_OR_NULL, "status": _STR_OR_NULL, "text": _STR_OR_NULL,
+    "stat": _STR_OR_NULL, "tag": _STR_OR_NULL, "reason": _STR_OR_NULL,
+    "value": _NUM_OR_NULL, "threshold": _NUM_OR_NULL,
+}
+_SUMMARY = {"schema": ((int,), True, False), "golden_file": _STR_OR_NULL, "outputs": ((dict,), True, False)}
+_OUTPUT = {
+    "metrics": ((dict,), True, False),
+    "thresholds": ((dict,), True, False),
+    "classes": ((int,), True, False),
+    "histograms": ((dict,), True, False),
+    "confusion": ((list,), True, False),
+}
+#: keys of an output's ``metrics`` that hold objects; every other value there is a number or null
+_NESTED_METRICS = ("tags", "drift")
+_HISTOGRAM = {"range": ((list,), False, True), "counts": ((list,), False, True)}
+
+
+def _numbers(doc: Mapping[str, Any], where: str, *, switches: str | None = None) -> None:
+    """Every value a number or null; with ``switches``, keys starting with it may hold a boolean."""
+    for key, value in doc.items():
+        switch = switches is not None and str(key).startswith(switches)
+        _expect(value, _at(where, key), *_NUM, *((bool,) if switch else ()), nullable=True)
+
+
+def _objects_of_numbers(doc: Mapping[str, Any], where: str) -> None:
+    for key, value in doc.items():
+        _expect(value, _at(where, key), dict)
+        _numbers(value, _at(where, key))
+
+
+def _check_histogram(doc: Any, where: str) -> None:
+    _expect(doc, where, dict)
+    _fields(doc, where, _HISTOGRAM)
+    span = doc["range"]
+    if len(span) != 2:
+        raise SchemaError(_at(where, "range"), f"expected 2 items, found {len(span)}")
+    for i, bound in enumerate(span):
+        _expect(bound, _at(where, f"range.{i}"), *_NUM)
+    for i, count in enumerate(doc["counts"]):
+        _expect(count, _at(where, f"counts.{i}"), int)
+
+
+def _check_output(doc: Any, where: str) -> None:
+    _expect(doc, where, dict)
+    _fields(doc, where, _OUTPUT)
+    metrics = doc.get("metrics") or {}
+    _numbers({k: v for k, v in metrics.items() if k not in _NESTED_METRICS}, _at(where, "metrics"))
+    for key in _NESTED_METRICS:
+        if key in metrics:
+            _expect(metrics[key], _at(where, f"metrics.{key}"), dict)
+            _objects_of_numbers(metrics[key], _at(where, f"metrics.{key}"))
+    _numbers(doc.get("thresholds") or {}, _at(where, "thresholds"), switches="allow_")  # Thresholds' fields
+    for stat, histogram in (doc.get("histograms") or {}).items():
+        _check_histogram(histogram, _at(where, f"histograms.{stat}"))
+    for i, cell in enumerate(doc.get("confusion") or ()):
+        _expect(cell, _at(where, f"confusion.{i}"), list)
+        if len(cell) != 3:
+            raise SchemaError(_at(where, f"confusion.{i}"), f"expected 3 items (label, predicted, count), "
+                              f"found {len(cell)}")
+        for j, number in enumerate(cell):
+            _expect(number, _at(where, f"confusion.{i}.{j}"), int)
+
+
 def check_golden(doc: Mapping[str, Any]) -> None:
     _fields(doc, "golden.json:", {"schema": ((int,), False, True), "checks": ((dict,), False, True)})
     for test, verdict in doc["checks"].items():
-        _expect(verdict, f"golden.json:checks.{test}", dict)
+        where = f"golden.json:checks.{test}"
+        _expect(verdict, where, dict)
+        _fields(verdict, where, _VERDICT)
+        detail = verdict.get("detail") or {}
+        _fields(detail, _at(where, "detail"), _DETAIL)
+        for i, check in enumerate(detail.get("checks") or ()):
+            _expect(check, _at(where, f"detail.checks.{i}"), dict)
+            _fields(check, _at(where, f"detail.checks.{i}"), _METRIC_CHECK)
+        summary = verdict.get("outputs") or {}
+        _fields(summary, _at(where, "outputs"), _SUMMARY)
+        for output, figures in (summary.get("outputs") or {}).items():
+            _check_output(figures, _at(where, f"outputs.outputs.{output}"))
 
 
 # -- the build record, checked against the dataclasses' type hints ---------------------------------

@@ -208,8 +208,8 @@ def _checked_size(header: bytes, seen: Mapping[str, int], max_size: Callable[[st
         raise UnsafeMember(name, "unknown member name for this bundle schema")
     if size > cap:
         raise ArchiveError(
-            f"member {name} declares {size:,} bytes, more than the {cap:,} accepted for it "
-            "(a decompression bomb or a damaged header); nothing was decompressed"
+            f"member {name} declares {size:,} bytes, more than the {cap:,} accepted for it (sized from what "
+            "pytest-trt writes, with margin: a decompression bomb or a damaged header); nothing was decompressed"
         )
     return name, size
 

@@ -39,25 +39,48 @@ if TYPE_CHECKING:
 
 _JSON_MEMBERS = (b.BUILD, b.CONFIG, b.ENVIRONMENT, b.CALIBRATION, b.GOLDEN)
 _MiB = 1 << 20
-#: largest accepted size per member, checked from the tar header before decompressing; every member but
-#: the engine is held in memory, so these bound the verifier's memory (about 1 GiB in the worst case)
+#: largest accepted size per member, checked from the tar header before decompressing; every member but the
+#: engine is held in memory, so these bound the verifier's memory (about 170 MiB of members at most).  Sized from
+#: what the writer produces, with margin: the bundles of a 224x224 MobileNetV2 (benchmarks/models.py, 1000
+#: classes, a check of 256 labelled images in 8 tags) hold build.json 162 KB (TensorRT-RTX 1.7; 61 KB ONNX
+#: Runtime), golden.json 5.3 KB per check, environment.json 3.3 KB, config.json 0.9 KB and a 264 KB build log
+#: (26 KB gzipped); the largest real verbose log here, TensorRT 8.6 trtexec on SegFormer (246 layers), is 2.2 MB
+#: (217 KB gzipped, 19,219 messages).  build.json grows with the log (its log index holds about 35 bytes per
+#: builder message), the others with the suite.
 MEMBER_LIMITS = {
     b.ENGINE: 1 << 40,  # streamed and hashed, never held
-    b.LOG: 256 * _MiB,
-    b.BUILD: 256 * _MiB,
-    b.CONFIG: 16 * _MiB,
-    b.ENVIRONMENT: 64 * _MiB,
-    b.CALIBRATION_CACHE: 64 * _MiB,
+    b.LOG: 64 * _MiB,  # gzip: MAX_LOG_BYTES of text at the 6-14x ratio measured on real logs
+    b.BUILD: 64 * _MiB,  # about 1.8 M builder messages (90x the SegFormer log), with the record
+    b.CONFIG: _MiB,  # 1,000x the measured
+    b.ENVIRONMENT: 4 * _MiB,  # 1,000x the measured; a pip freeze of 10,000 packages is about 400 KB
+    b.CALIBRATION_CACHE: 16 * _MiB,  # one text line of about 30 bytes per tensor: 500,000 tensors
     b.CALIBRATION: _MiB,
-    b.GOLDEN: 256 * _MiB,
+    b.GOLDEN: 16 * _MiB,  # 3,000 checks of the measured size
     b.ENGINE_HASH: 1024,
     MANIFEST: 64 * 1024,
     SIGNATURE: 64 * 1024,
 }
+#: most JSON values and keys accepted in a member, counted in one pass over its bytes before it is parsed
+#: (:func:`json_values`): a member within its byte limit can still hold tens of millions of tiny values, which
+#: parse to gigabytes.  Measured on the bundles above: build.json 18,300 (TensorRT-RTX; its log index is 4 per
+#: builder message, so the limit admits about 1 M messages, 50x the SegFormer log), golden.json 610 per check
+#: (1,000 with 100-class confusion counts), environment.json 211, config.json 111.
+JSON_VALUE_LIMITS = {
+    b.BUILD: 4_000_000,
+    b.GOLDEN: 1_000_000,  # 1,600 checks, or 25 outputs with all 10,000 cells of 100-class confusion counts
+    b.ENVIRONMENT: 200_000,
+    b.CONFIG: 50_000,
+    b.CALIBRATION: 50_000,
+}
 #: deepest JSON nesting accepted in a member (pytest-trt writes at most about 8 levels)
 MAX_JSON_DEPTH = 64
-#: largest accepted build log, decompressed (checked while streaming; never held whole by the verifier)
-MAX_LOG_BYTES = 2 << 30
+#: largest accepted build log, decompressed (checked while streaming; never held whole by the verifier): twice the
+#: text whose log index build.json's value limit admits, 120x the SegFormer log
+MAX_LOG_BYTES = 256 * _MiB
+#: a log may inflate past LOG_RATIO_FREE_BYTES only at this many bytes per compressed byte: real logs gzip 6-14x,
+#: a decompression bomb of repeated bytes about 1,000x, so a bomb stops after a fraction of a second
+MAX_LOG_RATIO = 100
+LOG_RATIO_FREE_BYTES = 64 * _MiB
 _SCHEMA_CHECKS = {
     b.BUILD: schema.check_build,
     b.CONFIG: schema.check_config,
@@ -116,17 +139,26 @@ def _fail(path: Path, message: str, member: str | None = None) -> BundleIntegrit
     return BundleIntegrityError(where + message, bundle=str(path), member=member)
 
 
+def log_limit(compressed: int) -> int:
+    """The most bytes the first ``compressed`` gzip bytes of a build log may inflate to."""
+    return min(MAX_LOG_BYTES, LOG_RATIO_FREE_BYTES + MAX_LOG_RATIO * compressed)
+
+
 def _inflate(data: bytes, limit: int | None = None, chunk: int = 1 << 20) -> Iterator[bytes]:
-    """Decompress gzip ``data`` in chunks; ``ValueError`` past ``limit`` bytes, ``zlib.error`` when corrupt."""
-    limit = MAX_LOG_BYTES if limit is None else limit
+    """Decompress gzip ``data`` in chunks; ``ValueError`` past ``limit`` bytes (default: :func:`log_limit` of the
+    compressed bytes read so far, so a bomb stops early), ``zlib.error`` when corrupt."""
     d = zlib.decompressobj(zlib.MAX_WBITS | 16)
     total, pending = 0, data
     while True:
         out = d.decompress(pending, chunk)
         pending = d.unconsumed_tail
         total += len(out)
-        if total > limit:
-            raise ValueError(f"decompresses to more than {limit:,} bytes")
+        cap = log_limit(len(data) - len(pending)) if limit is None else limit
+        if total > cap:
+            raise ValueError(f"decompresses to more than {cap:,} bytes, the most accepted for a log "
+                             f"(at most {MAX_LOG_BYTES:,}, and past {LOG_RATIO_FREE_BYTES:,} at most "
+                             f"{MAX_LOG_RATIO} bytes per compressed byte: real logs gzip 6-14x); a decompression "
+                             "bomb or not a pytest-trt log")
         if out:
             yield out
         if d.eof:
@@ -198,7 +230,17 @@ def _check_canonical(path: Path, found: Scan) -> None:
         )
 
 
+def json_values(data: bytes) -> int:
+    """An upper bound of the JSON values and object keys in ``data``, counted without parsing: every one but the
+    first follows a comma, a colon or the opening of a container."""
+    return 1 + data.count(b",") + data.count(b":") + data.count(b"[") + data.count(b"{")
+
+
 def _json(path: Path, name: str, data: bytes) -> dict[str, Any]:
+    budget = JSON_VALUE_LIMITS[name]
+    if len(data) > budget and json_values(data) > budget:
+        raise _fail(path, f"holds up to {json_values(data):,} JSON values, more than the {budget:,} accepted for it "
+                    "(sized from what pytest-trt writes, with margin); refused before parsing", name)
     try:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:

@@ -154,7 +154,7 @@ def assert_warning(record: BuildRecord, pattern: str, **on: Unpack[Subject]) -> 
     label = subject_label(on)
     if _warning_hits(record, pattern):
         return
-    shown = [f"  {m.text.splitlines()[0][:200]}" for m in record.warnings[:10]]
+    shown = [f"  {(m.text.splitlines() or [''])[0][:200]}" for m in record.warnings[:10]]
     more = len(record.warnings) - len(shown)
     raise AssertionError(
         f"{label}: expected a builder warning matching {pattern!r}; "
@@ -173,7 +173,7 @@ def assert_no_warning(record: BuildRecord, pattern: str, **on: Unpack[Subject]) 
     hits = _warning_hits(record, pattern)
     if not hits:
         return
-    shown = "\n".join(f"  {h.splitlines()[0][:200]}" for h in hits[:10])
+    shown = "\n".join(f"  {(h.splitlines() or [''])[0][:200]}" for h in hits[:10])
     raise AssertionError(
         f"{label}: expected no builder warning matching {pattern!r}, found {len(hits)}:\n{shown}"
         + (f"\n  ... and {len(hits) - 10} more" if len(hits) > 10 else "")

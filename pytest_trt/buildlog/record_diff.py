@@ -19,6 +19,11 @@ from .record import BuildRecord, Layer
 _Key = tuple[str, tuple[str, ...]]
 
 
+def first_line(text: str) -> str:
+    """The first line of a message for a one-line listing; an empty message is an empty line."""
+    return (text.splitlines() or [""])[0]
+
+
 def _key(layer: Layer) -> _Key:
     return strip_myelin_suffix(layer.name), tuple(layer.origins)
 
@@ -98,8 +103,8 @@ class RecordDiff:
         if self.masked_tactic_changes:
             out.append(f"({self.masked_tactic_changes} tactic change(s) masked)")
         section("memory", [f"{k}: {a} -> {b}" for k, (a, b) in (self.memory or {}).items()])
-        section("new warnings", [w.splitlines()[0][:160] for w in self.new_warnings])
-        section("warnings gone", [w.splitlines()[0][:160] for w in self.gone_warnings])
+        section("new warnings", [first_line(w)[:160] for w in self.new_warnings])
+        section("warnings gone", [first_line(w)[:160] for w in self.gone_warnings])
         return "\n".join(out)
 
 

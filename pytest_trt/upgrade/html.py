@@ -5,8 +5,10 @@ from __future__ import annotations
 from html import escape
 from typing import Any
 
+from pytest_trt.buildlog.record_diff import first_line
 from pytest_trt.upgrade import pictures
 from pytest_trt.upgrade.model import NOT_COMPARED, REGRESSION, UNCHANGED, ConfigReview, UpgradeReport
+from pytest_trt.upgrade.pairing import VERIFY_STAGE
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1200px}
@@ -34,6 +36,12 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return "0" if value == 0 else f"{value:.4g}"
     return "-" if value is None else escape(str(value))
+
+
+def _unusable(side: Any) -> str:
+    """Why an unpaired bundle could not be used, when it could not."""
+    note = side.failure or {}
+    return f"<br>{escape(str(note.get('message')))}" if note.get("stage") == VERIFY_STAGE else ""
 
 
 def _table(head: list[str], rows: list[list[str]]) -> str:
@@ -111,7 +119,7 @@ def _structure(r: ConfigReview, tactics: bool, pics: _Pictures) -> str:
     if d.memory:
         parts.append("<h3>memory</h3>" + _table(["field", "old", "new"],
                                                  [[escape(k), _fmt(a), _fmt(b)] for k, (a, b) in d.memory.items()]))
-    parts.append(_list("new warnings", [w.splitlines()[0][:200] for w in d.new_warnings]))
+    parts.append(_list("new warnings", [first_line(w)[:200] for w in d.new_warnings]))
     if r.old and r.new and r.old.bundle and r.new.bundle:
         ra, rb = r.old.bundle.record(), r.new.bundle.record()
         if ra is not None and rb is not None:
@@ -184,8 +192,8 @@ def render_html(report: UpgradeReport, *, tactics: bool = False) -> str:
     counts = ", ".join(f"{n} {v}" for v, n in report.counts.items() if n)
     rows = [[f'<a href="#{escape(r.name)}">{escape(r.title)}</a>', f'<span class="v {_cls(r.verdict)}">'
              f"{escape(r.verdict)}</span>", escape(r.reasons[0] if r.reasons else "")] for r in report.reviews]
-    unpaired = [[escape(s.name), escape(s.version), "OLD only", escape(s.file)] for s in report.only_old]
-    unpaired += [[escape(s.name), escape(s.version), "NEW only", escape(s.file)] for s in report.only_new]
+    unpaired = [[escape(s.name), escape(s.version), where, escape(s.file) + _unusable(s)]
+                for where, sides in (("OLD only", report.only_old), ("NEW only", report.only_new)) for s in sides]
     body = [
         "<h1>Upgrade review</h1>",
         f"<p>OLD: <code>{escape(report.old_label)}</code><br>NEW: <code>{escape(report.new_label)}</code></p>",

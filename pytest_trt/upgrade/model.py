@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_trt.audit.bundle_diff import changes
+from pytest_trt.audit.failures import FAILED_SUFFIX
 from pytest_trt.buildlog.record_diff import RecordDiff, diff_records
 from pytest_trt.compare.rules import report_bounds
-from pytest_trt.upgrade.pairing import Pairing, Side
+from pytest_trt.upgrade.pairing import VERIFY_STAGE, Pairing, Side
 
 UNCHANGED = "unchanged"
 WITHIN = "changed within thresholds"
@@ -21,6 +22,8 @@ SEVERITY = {REGRESSION: 0, NOT_COMPARED: 1, CHANGED_UNCHECKED: 2, WITHIN: 3, UNC
 
 #: metric name in OutputMetrics.to_dict -> (threshold name, "max" or "min")
 _ELEMENT_METRICS: dict[str, tuple[str | None, str | None]] = {**report_bounds(), "accuracy": (None, None)}
+#: relative allowance for a top-1 drop computed from two rounded fractions (far below one sample in a billion)
+_ROUNDING = 1e-9
 #: environment keys that are noise for a reviewer (they differ between any two runs)
 _NOISE_ENV = ("hostname", "timestamp", "git", "cwd", "rootdir", "pid", "user")
 
@@ -40,13 +43,17 @@ class MetricRow:
 
     @property
     def breached(self) -> bool:
+        """Past the threshold; at it is within, as in the check.  A top-1 drop is the difference of two stored
+        fractions (0.92 - 0.91 is 0.010000000000000009), so it is compared with a rounding allowance."""
         if self.new is None or self.threshold is None:
             return False
-        return self.new > self.threshold if self.bound == "max" else self.new < self.threshold
+        limit = self.threshold + (_ROUNDING * max(1.0, abs(self.threshold)) if self.metric == "top1_drop" else 0.0)
+        return self.new > limit if self.bound == "max" else self.new < self.threshold
 
     @property
     def changed(self) -> bool:
-        return self.old != self.new
+        """Both runs stored the figure and it differs (an approval run stores no check figures: not a move)."""
+        return self.old is not None and self.new is not None and self.old != self.new
 
 
 @dataclass(frozen=True)
@@ -201,10 +208,16 @@ def _failed_review(old: Side, new: Side) -> ConfigReview:
     where = "OLD" if old.failure is not None else "NEW"
     failed = old if old.failure is not None else new
     note = failed.failure or {}
-    reasons = [f"could not build on {where} ({failed.backend} {failed.backend_version}, "
-               f"stage {note.get('stage')}): {_first_error(str(note.get('message', '')))}"]
+    if note.get("stage") == VERIFY_STAGE:
+        what = "build-failure note" if failed.file.endswith(FAILED_SUFFIX) else "bundle"
+        reasons = [f"could not verify the {where} {what} {failed.file}: {note.get('message')}"]
+    else:
+        reasons = [f"could not build on {where} ({failed.backend} {failed.backend_version}, "
+                   f"stage {note.get('stage')}): {_first_error(str(note.get('message', '')))}"]
     if old.failure is not None and new.failure is not None:
-        reasons = ["could not build on OLD nor on NEW"]
+        stages = {str(side.failure.get("stage")) for side in (old, new) if side.failure is not None}
+        reasons = (["could not build on OLD nor on NEW"] if VERIFY_STAGE not in stages else
+                   [f"could not use the bundle (or build) on OLD nor on NEW: {old.file}, {new.file}"])
     return ConfigReview(old.name, old.version, NOT_COMPARED, tuple(reasons), old, new)
 
 
@@ -261,6 +274,9 @@ def review_pair(old: Side, new: Side, *, mask_tactics: bool = True) -> ConfigRev
         reasons.insert(0, _change_summary(structure, rows, engine_changed, env))
     if outs_a and not outs_b:
         reasons.append("OLD has golden output figures, NEW has none: the NEW run did not check its goldens")
+    if rows and all(r.old is None for r in rows):
+        reasons.append("OLD stored no golden figures for these checks (an approval run): outputs are judged by "
+                       "NEW's check against the golden only")
     return ConfigReview(old.name, old.version, verdict, tuple(reasons), old, new, structure, tuple(rows),
                         tuple(env), tuple(noise), outs_a, outs_b)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,23 @@ class Side:
         return Path(self.path).name
 
 
+#: the failure stage of a bundle that cannot be used (it fails verification or cannot be read)
+VERIFY_STAGE = "verify"
+#: ``<name>-v<version>-<backend><major.minor>-<device>.tar.gz`` (``pytest_trt.audit.bundle.bundle_name``)
+_BUNDLE_NAME = re.compile(r"^(?P<name>.+)-v(?P<version>[A-Za-z0-9_.+-]+?)-[A-Za-z][A-Za-z_-]*\d+\.\d+-.+\.tar\.gz$")
+
+#: ``<name>-v<version>-<backend>.build-failed.json`` (``pytest_trt.audit.failures.write_failure_note``)
+_NOTE_NAME = re.compile(r"^(?P<name>.+)-v(?P<version>[A-Za-z0-9_.+-]+?)-[A-Za-z][A-Za-z0-9_-]*"
+                        + re.escape(FAILED_SUFFIX) + "$")
+
+
+def _unverified_side(path: Path, why: str) -> Side:
+    """A bundle that cannot be used: named by its file (its config.json is not trusted), compared as a failure."""
+    match = _BUNDLE_NAME.match(path.name)
+    name, version = (match["name"], match["version"]) if match else (path.name, "?")
+    return Side(str(path), name, version, "unknown", "unknown", failure={"stage": VERIFY_STAGE, "message": why})
+
+
 def _bundle_side(path: Path) -> Side:
     from pytest_trt.audit.verify import verify_bundle
     from pytest_trt.errors import BundleIntegrityError
@@ -51,8 +69,10 @@ def _bundle_side(path: Path) -> Side:
     try:
         vb = verify_bundle(path)
     except BundleIntegrityError as exc:
-        raise PairingError(f"{path}: the bundle fails verification ({exc.message}); "
-                           "check it with `pytest-trt bundle verify`") from None
+        return _unverified_side(path, f"the bundle fails verification ({exc.message}); "
+                                "check it with `pytest-trt bundle verify`")
+    except OSError as exc:
+        return _unverified_side(path, f"the bundle cannot be read ({exc.strerror or exc})")
     pinned = vb.config.get("pinned", {})
     backend, version = backend_of(vb.build["build"])
     return Side(str(path), str(pinned.get("name")), str(pinned.get("version")), backend, version, bundle=vb)
@@ -65,7 +85,10 @@ def _failure_side(path: Path) -> Side:
         return Side(str(path), str(config["name"]), str(config.get("version")), str(doc.get("backend")),
                     str(doc.get("backend_version")), failure=doc)
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise PairingError(f"{path}: not a pytest-trt build-failure note ({exc})") from None
+        match = _NOTE_NAME.match(path.name)
+        name, version = (match["name"], match["version"]) if match else (path.name, "?")
+        return Side(str(path), name, version, "unknown", "unknown", failure={
+            "stage": VERIFY_STAGE, "message": f"not a readable pytest-trt build-failure note ({exc})"})
 
 
 def _files(spec: str) -> list[Path]:

@@ -6,7 +6,7 @@ import hashlib
 from pathlib import Path
 
 from pytest_trt.upgrade.model import REGRESSION, UNCHANGED, UpgradeReport, build_report
-from pytest_trt.upgrade.pairing import load_run, pair_runs
+from pytest_trt.upgrade.pairing import VERIFY_STAGE, load_run, pair_runs
 
 
 def make_report(old: str, new: str, *, mask_tactics: bool = True, localize: bool = False) -> UpgradeReport:
@@ -39,8 +39,11 @@ def summary_lines(report: UpgradeReport, *, html: Path | None = None, digest: st
                 if d.layer_count:
                     bits.append(f"layers {d.layer_count[0]} -> {d.layer_count[1]}")
                 lines.append("    structure: " + ", ".join(bits))
-    lines += [f"ONLY IN OLD                    {s.name} v{s.version} ({s.file})" for s in report.only_old]
-    lines += [f"ONLY IN NEW                    {s.name} v{s.version} ({s.file})" for s in report.only_new]
+    for where, sides in (("OLD", report.only_old), ("NEW", report.only_new)):
+        for s in sides:
+            lines.append(f"ONLY IN {where}                    {s.name} v{s.version} ({s.file})")
+            if s.failure is not None and s.failure.get("stage") == VERIFY_STAGE:
+                lines.append(f"    {s.failure.get('message')}")
     counts = ", ".join(f"{n} {v}" for v, n in report.counts.items() if n) or "no paired configs"
     lines.append(f"{counts}; {len(report.only_old) + len(report.only_new)} unpaired")
     if html is not None:

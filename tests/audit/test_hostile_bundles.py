@@ -122,7 +122,7 @@ RSS_BOUND_MIB = 100
 
 
 @pytest.mark.parametrize(("member", "message"), [
-    ("build.json", "member build.json declares 2,147,483,648 bytes, more than the 268,435,456 accepted"),
+    ("build.json", "member build.json declares 2,147,483,648 bytes, more than the 67,108,864 accepted"),
     ("engine.plan", "differs from the writer's archive of its members from byte"),
 ])
 def test_two_gib_bomb_is_refused_with_bounded_memory(tmp_path, member, message):
@@ -150,7 +150,7 @@ def test_a_log_member_that_inflates_past_the_limit_is_refused(small_signed_bundl
     path.write_bytes(rebuild(members))
     monkeypatch.setattr(verify_mod, "MAX_LOG_BYTES", 1 << 20)
     with pytest.raises(BundleIntegrityError, match=r"build.log.gz: does not decompress to UTF-8 text "
-                                                   r"\(decompresses to more than 1,048,576 bytes\)"):
+                                                   r"\(decompresses to more than 1,048,576 bytes, "):
         verify_bundle(path)
 
 

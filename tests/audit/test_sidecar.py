@@ -195,3 +195,40 @@ def test_settle_leaves_a_bundle_changed_since_it_was_written(tmp_path: Path, mnv
         fh.write(b"\0")  # edited after the write: its sidecar no longer describes it
     assert recorder.settle() == 0
     assert sidecar.read_state(info.path) is None
+
+
+def _same_size_and_mtime(path: Path, data: bytes, *, in_place: bool) -> None:
+    """Put ``data`` (as long as the file) at ``path`` and set its mtime back: a replaced file (another inode) or one
+    edited in place (its ctime moves: os.utime cannot set it)."""
+    st = os.stat(path)
+    assert len(data) == st.st_size
+    if in_place:
+        path.chmod(0o644)
+        while os.stat(path).st_ctime_ns == st.st_ctime_ns:  # a coarse clock: write until the ctime moves
+            with open(path, "r+b") as fh:
+                fh.write(data)
+    else:
+        other = path.with_name("replacement")
+        other.write_bytes(data)
+        os.replace(other, path)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    now = os.stat(path)
+    assert (now.st_size, now.st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    assert (now.st_ino != st.st_ino) if not in_place else (now.st_ino == st.st_ino)
+    assert now.st_ctime_ns != st.st_ctime_ns
+
+
+@pytest.mark.parametrize("in_place", [False, True], ids=["replaced", "edited-in-place"])
+def test_a_same_size_same_mtime_change_is_not_trusted_from_the_sidecar(tmp_path: Path, mnv2: Any, record_of: Any,
+                                                                        environment: dict[str, Any],
+                                                                        in_place: bool) -> None:
+    kwargs: dict[str, Any] = {"record": record_of(mnv2), "environment": environment, "reuse": True}
+    first = write_bundle(mnv2, tmp_path, **kwargs)
+    original = first.path.read_bytes()
+    assert sidecar.read_state(first.path) is not None
+    changed = bytearray(original)
+    changed[len(changed) // 2] ^= 0xFF
+    _same_size_and_mtime(first.path, bytes(changed), in_place=in_place)
+    assert sidecar.read_state(first.path) is None
+    again = write_bundle(mnv2, tmp_path, **kwargs)  # not kept on the sidecar's word: verified, written again
+    assert again.path.read_bytes() == original and verify_bundle(again.path).sha256 == first.sha256

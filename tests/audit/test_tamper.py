@@ -108,3 +108,39 @@ def test_a_writer_dying_mid_write_leaves_the_previous_bundle_intact(small_build,
     assert proc.returncode == 17, proc.stderr
     assert info.path.read_bytes() == before
     assert verify_bundle(info.path).sha256 == hashlib.sha256(before).hexdigest()
+
+
+#: bytes appended after a bundle's end, as a tamperer or a broken copy leaves them
+APPENDED = {
+    "one zero byte": b"\0",
+    "zeros": bytes(100),
+    "a full tar record of zeros": bytes(10240),
+    "text": b"TAMPER",
+    "an empty gzip member": gzip.compress(b"", mtime=0),
+    "a gzip member of zeros": gzip.compress(bytes(1000), mtime=0),
+}
+
+
+@pytest.mark.parametrize("tail", list(APPENDED.values()), ids=list(APPENDED))
+def test_bytes_appended_after_the_end_of_a_bundle_fail_verification(small_signed_bundle, keypair, tmp_path, tail):
+    raw = small_signed_bundle.read_bytes()
+    assert verify_bundle(small_signed_bundle).sha256 == hashlib.sha256(raw).hexdigest()
+    path = tmp_path / small_signed_bundle.name
+    path.write_bytes(raw + tail)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() != hashlib.sha256(raw).hexdigest()
+    for key in (None, keypair[1]):  # the members and their signature are intact: only the file's bytes tell
+        with pytest.raises(BundleIntegrityError):
+            verify_bundle(path, public_key=key)
+    run = subprocess.run([sys.executable, "-m", "pytest_trt.cli", "bundle", "verify", str(path)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1 and run.stdout.startswith(f"FAILED  {path}: ") and "Traceback" not in run.stderr
+
+
+def test_a_whole_second_bundle_appended_fails_verification(small_signed_bundle, tmp_path):
+    raw = small_signed_bundle.read_bytes()
+    path = tmp_path / "twice.tar.gz"
+    path.write_bytes(raw + raw)
+    with gzip.open(path) as fh:  # gzip readers see both archives' bytes: it is a valid multi-member gzip file
+        assert len(fh.read()) == 2 * len(gzip.decompress(raw))
+    with pytest.raises(BundleIntegrityError):
+        verify_bundle(path)

@@ -127,3 +127,37 @@ def test_log_diff_same_log_and_missing_file(tmp_path: Path) -> None:
     assert same.returncode == 0 and "build records match" in same.stdout
     missing = cli("log", "diff", tmp_path / "nope.log", MNIST_841)
     assert missing.returncode == 3 and missing.stderr.strip() == f"pytest-trt: {tmp_path / 'nope.log'}: no such file"
+
+
+def _retactic(src: Path, dst: Path, layer: str, tactic: str) -> tuple[str, str]:
+    """The real log with ``layer``'s tactic in the layer listing replaced; (old, new) tactic as written."""
+    lines = src.read_text().splitlines(keepends=True)
+    hits = [i for i, line in enumerate(lines) if (m := _LAYER_LINE.match(line)) and m["name"] == layer]
+    assert len(hits) == 1, hits
+    old = re.search(r"Tactic: (0x[0-9a-f]+)", lines[hits[0]])
+    assert old is not None and old[1] != tactic
+    lines[hits[0]] = lines[hits[0]].replace(f"Tactic: {old[1]}", f"Tactic: {tactic}")
+    dst.write_text("".join(lines))
+    return old[1], tactic
+
+
+def test_log_diff_masks_tactics_unless_asked(tmp_path: Path) -> None:
+    """Tactics change from run to run (timing): masked by default, listed and a difference with --tactics."""
+    old, new = _retactic(MNIST_841, tmp_path / "new.log", "Conv-1 + ReLU-2", "0x1111111111111111")
+    masked = cli("log", "diff", MNIST_841, tmp_path / "new.log")
+    assert masked.returncode == 0, masked.stdout + masked.stderr
+    assert masked.stdout.splitlines()[-1] == "build records match (1 tactic change(s) masked)"
+    shown = cli("log", "diff", MNIST_841, tmp_path / "new.log", "--tactics")
+    assert shown.returncode == 1, shown.stdout + shown.stderr
+    assert shown.stdout.splitlines()[-2:] == ["tactic changes (1):", f"  Conv-1 + ReLU-2: {old} -> {new}"]
+    doc = json.loads(cli("log", "diff", MNIST_841, tmp_path / "new.log", "--tactics", "--json").stdout)
+    assert doc["diff"]["tactic_changes"] == [["Conv-1 + ReLU-2", old, new]] and not doc["identical"]
+
+
+def test_log_diff_of_an_empty_warning(tmp_path: Path) -> None:
+    """A builder warning with no text is a warning like any other: listed as an empty line, never a traceback."""
+    log = tmp_path / "warned.log"
+    log.write_text(MNIST_841.read_text() + "[08/17/2022-07:50:55] [W] [TRT] \n")
+    run = cli("log", "diff", MNIST_841, log)
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+    assert run.stdout.splitlines()[-2:] == ["new warnings (1):", "  "]
