@@ -187,7 +187,7 @@ MUTANTS = (
     Mutant("verdict-nonfinite-allowed", "pytest_trt/compare/rules.py",
            "    if t.allow_nonfinite:\n        return out", "    if True:\n        return out",
            ("tests/compare", "tests/golden/test_golden_workflow.py"), "NaN/inf outputs pass the golden check"),
-    # -- golden provenance policy, timing drift, calibration caches, retention, strategies (issues 9, 12, 15, 16) ------
+    # -- golden provenance policy, timing drift, calibration caches, retention, strategies ------------------------
     Mutant("provenance-fail-ignored", "pytest_trt/golden/provenance.py",
            "        return self.mode == FAIL or field_name in self.fail_on or field_name in ALWAYS_FATAL",
            "        return field_name in self.fail_on or field_name in ALWAYS_FATAL",
