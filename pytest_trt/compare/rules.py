@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 #: reason a classifier threshold is not evaluated on an output that is not class scores
 NOT_CLASS_SCORES = "output {output!r} is not declared or detected as class scores (declare it with classifier=[...])"
+#: fractions of samples (agreement, accuracy and its drop) are multiples of 1/samples; a drop of exactly the
+#: threshold computed in floats (0.92 - 0.915 = 0.0050000000000000044) must pass, as equality does
+FRACTION_SLACK = 1e-9
 STAT_LABELS = {
     "max_confidence": "Mean max softmax confidence",
     "entropy": "Mean entropy",
@@ -65,9 +68,9 @@ class Rule:
     judge: Judge = bounded
 
     def measure(self, output: str, value: float, limit: float, *, tag: str | None = None,
-                extra: str = "") -> MetricCheck:
-        """``value`` against ``limit``; equality passes."""
-        ok = value <= limit if self.upper else value >= limit
+                extra: str = "", slack: float = 0.0) -> MetricCheck:
+        """``value`` against ``limit``; equality (within ``slack``) passes."""
+        ok = value <= limit + slack if self.upper else value >= limit - slack
         op = ("<=" if ok else ">") if self.upper else (">=" if ok else "<")
         text = f"{self.label}: {self.show(value)} {op} threshold({self.show(limit)}){extra}"
         return MetricCheck(output, self.name, PASS if ok else FAIL, text, value, limit, tag)
@@ -116,13 +119,13 @@ def _agreement(rule: Rule, m: OutputMetrics, t: Thresholds) -> list[MetricCheck]
     over = f" over {m.samples} samples"
     if limit is None:  # always shown: the one classifier figure that needs no labels
         return [MetricCheck(m.name, rule.name, INFO, f"{rule.label}: {pct(value)}{over}", value)]
-    return [rule.measure(m.name, value, limit, extra=over)]
+    return [rule.measure(m.name, value, limit, extra=over, slack=FRACTION_SLACK)]
 
 
 def _accuracy_check(rule: Rule, output: str, drop: float | None, acc: float | None, gacc: float | None,
                     limit: float, count: int, tag: str | None) -> MetricCheck:
     assert drop is not None and acc is not None and gacc is not None
-    ok = -drop <= limit
+    ok = -drop <= limit + FRACTION_SLACK
     op = ">=" if ok else "<"
     text = (f"{rule.label}: {pct(drop, signed=True)} {op} threshold({pct(-limit, signed=True)}) "
             f"(accuracy {pct(gacc)} -> {pct(acc)}, {count} labelled samples)")
