@@ -107,7 +107,8 @@ def check_file(path: Path, *, data: Path | None = None, timeout: float | None = 
         raise GoldenCorrupt(
             f"golden file {path} does not match its approved digest ({sidecar_path(path).name}: "
             f"{', '.join(expected)}; found {found}){_lfs_note(data)}: it was changed or damaged after its "
-            f"approval, so it was not opened and was left untouched. {restore_hint(path)}", path=str(path), expected=list(expected), found=found,
+            f"approval, so it was not opened and was left untouched. {restore_hint(path)}",
+            path=str(path), expected=list(expected), found=found,
         )
     return found
 
