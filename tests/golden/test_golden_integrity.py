@@ -32,17 +32,18 @@ from pytest_trt.golden.dataset import GoldenDataset
 from pytest_trt.golden.store import GoldenFile
 from pytest_trt.golden.workflow import CheckResult, GoldenCheck, GoldenSettings, UpdateResult
 
-NAMES = ("out/y", "a%2Fb", "a/b", ".dot", "plain")
+NAMES = ("out/y", "a%2Fb", "a/b", "a", ".dot", "plain")
 TODAY = Path(__file__).parent.parent / "data" / "golden_v2"
 
 
 def write_slash_model(path: Path) -> Path:
-    """x (N, 4) -> five outputs named as tf2onnx and friends do: 'out/y', 'a%2Fb', 'a/b', '.dot', 'plain'."""
+    """x (N, 4) -> outputs named as tf2onnx and friends do: 'out/y', 'a%2Fb', 'a/b', 'a' (beside 'a/b'), '.dot'."""
     w = np.random.default_rng(3).standard_normal((4, 3)).astype(np.float32)
     nodes = [helper.make_node("MatMul", ["x", "w"], ["out/y"], name="mm"),
              helper.make_node("Relu", ["out/y"], ["a%2Fb"], name="relu"),
              helper.make_node("Neg", ["out/y"], ["a/b"], name="neg"),
              helper.make_node("Abs", ["out/y"], [".dot"], name="abs"),
+             helper.make_node("Sigmoid", ["out/y"], ["a"], name="sig"),
              helper.make_node("Identity", ["x"], ["plain"], name="id")]
     graph = helper.make_graph(nodes, "slash", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
                               [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in NAMES],
@@ -73,7 +74,7 @@ def test_output_names_with_slash_round_trip(golden: MakeGolden, golden_dir: Path
     with GoldenFile(golden_dir / "slash.h5") as g:
         assert set(g["slash"].outputs) == set(NAMES)
         assert {k: v.shape for k, v in g["slash"].outputs.items()} == {
-            "out/y": (16, 3), "a%2Fb": (16, 3), "a/b": (16, 3), ".dot": (16, 3), "plain": (16, 4)}
+            "out/y": (16, 3), "a%2Fb": (16, 3), "a/b": (16, 3), "a": (16, 3), ".dot": (16, 3), "plain": (16, 4)}
     second = golden(update=True, approve="second").check(engine)
     assert isinstance(second, UpdateResult) and set(second.deltas) == set(NAMES)
     assert all(m.samples == 16 and m.elements.l2_delta == 0.0 for m in second.deltas.values())
@@ -81,7 +82,7 @@ def test_output_names_with_slash_round_trip(golden: MakeGolden, golden_dir: Path
     assert shown.returncode == 0, shown.stderr
     outputs = json.loads(shown.stdout)["snapshots"]["slash"]["current"]["outputs"]
     assert {k: v["shape"] for k, v in outputs.items()} == {
-        "out/y": [16, 3], "a%2Fb": [16, 3], "a/b": [16, 3], ".dot": [16, 3], "plain": [16, 4]}
+        "out/y": [16, 3], "a%2Fb": [16, 3], "a/b": [16, 3], "a": [16, 3], ".dot": [16, 3], "plain": [16, 4]}
 
 
 def _cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
