@@ -228,9 +228,11 @@ class GoldenFile:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._f: h5py.File | None = None
+        #: the file's sha256 when its digest file named it (None: no digest file; the file was read in a child first)
+        self.sha256: str | None = None
 
     def __enter__(self) -> GoldenFile:
-        integrity.check_file(self.path)  # before h5py reads a byte: a damaged file can make it hang
+        self.sha256 = integrity.check_file(self.path)  # before h5py reads a byte: a damaged file can make it hang
         with guard(self.path):
             self._f = h5py.File(self.path, "r")
             try:
