@@ -141,7 +141,7 @@ MUTANTS = (
            'Rule("cosine", "Cosine similarity", lambda m: m.elements.cosine, upper=True,',
            ("tests/compare", "tests/golden/test_golden_workflow.py"), "cosine similarity compared the wrong way"),
     Mutant("verdict-accuracy-sign", "pytest_trt/compare/rules.py",
-           "    ok = -drop <= limit", "    ok = drop <= limit",
+           "    ok = within(-drop, limit, count)", "    ok = within(drop, limit, count)",
            ("tests/compare", "tests/golden/test_golden_workflow.py"), "an accuracy drop never breaches"),
     Mutant("verdict-nonfinite-allowed", "pytest_trt/compare/rules.py",
            "    if t.allow_nonfinite:\n        return out", "    if True:\n        return out",
