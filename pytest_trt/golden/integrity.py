@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from pytest_trt.common.fileio import sha256_file, write_text_atomic
+from pytest_trt.compare.render import update_command
 from pytest_trt.errors import GoldenCorrupt
 
 SIDECAR_SUFFIX = ".sha256"
@@ -52,8 +53,6 @@ def sidecar_path(path: Path) -> Path:
 
 
 def restore_hint(path: Path) -> str:
-    from pytest_trt.compare.render import update_command
-
     return (f"Restore it from version control (git checkout -- {path} {sidecar_path(path).name}), or, if the "
             f"change is wanted, move it away and approve a refresh: {update_command()}")
 
@@ -93,8 +92,6 @@ def check_file(path: Path, *, data: Path | None = None, timeout: float | None = 
     data = path if data is None else data
     try:
         st = os.stat(data)
-    except FileNotFoundError:
-        raise
     except OSError as exc:
         raise GoldenCorrupt(f"golden file {path} cannot be read ({exc.strerror}). {restore_hint(path)}",
                             path=str(path)) from None
