@@ -97,10 +97,11 @@ def append_jsonl(golden_dir: Path, record: Mapping[str, Any], *, timeout: float 
             with open(path, "a+b") as fh:
                 fh.seek(0)
                 text = fh.read()
-                warn_bad_lines(path, bad_lines(text))
                 size = len(text)
-                if size and not text.endswith(b"\n"):
-                    lineno = text.count(b"\n") + 1
+                torn = size > 0 and not text.endswith(b"\n")
+                lineno = text.count(b"\n") + 1
+                warn_bad_lines(path, [b for b in bad_lines(text) if not (torn and b[0] == lineno)])
+                if torn:
                     warnings.warn(ApprovalLogWarning(
                         f"{path}:{lineno}: the last line was torn (no line end); it is kept as it is and the new "
                         "approval starts on the next line"), stacklevel=2)

@@ -5,7 +5,6 @@ plain message while the golden stays as it was."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 from test_golden_integrity import write_slash_model
