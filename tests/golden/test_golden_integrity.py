@@ -21,6 +21,8 @@ import numpy as np
 import onnx
 import pytest
 from golden_engines import OrtEngine, reseal
+from hypothesis import given
+from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 from pytest_trt.common.fileio import sha256_file
@@ -31,6 +33,7 @@ from pytest_trt.golden.approvals import read_jsonl
 from pytest_trt.golden.dataset import GoldenDataset
 from pytest_trt.golden.store import GoldenFile
 from pytest_trt.golden.workflow import CheckResult, GoldenCheck, GoldenSettings, UpdateResult
+from tests.fuzz import fuzz_settings
 
 NAMES = ("out/y", "a%2Fb", "a/b", "a", ".dot", "plain")
 TODAY = Path(__file__).parent.parent / "data" / "golden_v2"
@@ -327,3 +330,51 @@ def test_approval_log_failing_after_the_file_is_complete_leaves_golden_and_sidec
             (golden_dir / "APPROVALS.jsonl").read_bytes()) == before
     monkeypatch.undo()
     assert isinstance(golden().check(approved), CheckResult)
+
+
+# -- fuzz: any damaged range is caught before h5py ---------------------------------------------------------------
+
+_GOLDEN_BYTES: dict[str, bytes] = {}
+
+
+def _plugin_golden(folder: Path) -> Path:
+    """A golden written by an approved update (made once, copied per example)."""
+    if "raw" not in _GOLDEN_BYTES:
+        from golden_engines import write_model
+
+        made = folder / "made"
+        made.mkdir()
+        config = BuildConfig(name="fz", onnx=write_model(made / "fz.onnx"),
+                             profiles=(Profile(x=((1, 8), (16, 8), (16, 8))),))
+        x = np.random.default_rng(1).standard_normal((32, 8)).astype(np.float32)
+        GoldenCheck(GoldenSettings(golden_dir=made, update=True, approve="fuzz")).check(
+            OrtEngine(config), dataset=GoldenDataset.from_arrays({"x": x}))
+        _GOLDEN_BYTES["raw"] = (made / "fz.h5").read_bytes()
+        _GOLDEN_BYTES["sidecar"] = (made / "fz.h5.sha256").read_bytes()
+    path = folder / "fz.h5"
+    path.write_bytes(_GOLDEN_BYTES["raw"])
+    integrity.sidecar_path(path).write_bytes(_GOLDEN_BYTES["sidecar"])
+    return path
+
+
+@fuzz_settings
+@given(mode=st.sampled_from(["inserted", "removed", "flipped"]), where=st.floats(0.0, 1.0, exclude_max=True),
+       size=st.integers(1, 64), byte=st.integers(1, 255))
+def test_fuzz_any_damaged_range_is_caught_before_h5py(tmp_path_factory: pytest.TempPathFactory, mode: str,
+                                                      where: float, size: int, byte: int) -> None:
+    path = _plugin_golden(tmp_path_factory.mktemp("fz"))
+    raw = _GOLDEN_BYTES["raw"]
+    offset = int(where * len(raw))
+    if mode == "inserted":
+        damaged = raw[:offset] + bytes([byte]) * size + raw[offset:]
+    elif mode == "removed":
+        damaged = raw[:offset] + raw[offset + size:]
+    else:
+        flipped = bytearray(raw)
+        for i in range(offset, min(offset + size, len(raw))):
+            flipped[i] ^= byte
+        damaged = bytes(flipped)
+    path.write_bytes(damaged)
+    with pytest.raises(GoldenCorrupt, match="does not match its approved digest"):
+        with GoldenFile(path):
+            pass
