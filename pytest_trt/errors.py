@@ -224,3 +224,7 @@ class CommandUsageError(Exception):
 
 class GoldenStructureWarning(UserWarning):
     """A golden check's engine structure differs from the golden's and the test asked for ``structure="warn"``."""
+
+
+class ApprovalLogWarning(UserWarning):
+    """``APPROVALS.jsonl`` holds a torn or unreadable line (kept in the file, skipped by readers)."""

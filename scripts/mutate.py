@@ -35,6 +35,7 @@ class Mutant:
 
 
 _VERIFY = ("tests/audit/test_verify.py", "tests/audit/test_tamper.py", "tests/audit/test_hostile_bundles.py")
+_INTEGRITY = ("tests/golden/test_golden_integrity.py",)
 _CLI = ("tests/audit/test_cli_bad_inputs.py", "tests/test_cli.py")
 _ASSERTIONS = ("tests/buildlog/test_buildlog_assertions.py", "tests/buildlog/test_assertion_edges.py")
 _CACHE = ("tests/foundation/test_cache.py", "tests/foundation/test_cache_integrity.py")
@@ -182,7 +183,7 @@ MUTANTS = (
            'Rule("cosine", "Cosine similarity", lambda m: m.elements.cosine, upper=True,',
            ("tests/compare", "tests/golden/test_golden_workflow.py"), "cosine similarity compared the wrong way"),
     Mutant("verdict-accuracy-sign", "pytest_trt/compare/rules.py",
-           "    ok = -drop <= limit", "    ok = drop <= limit",
+           "    ok = within(-drop, limit, count)", "    ok = within(drop, limit, count)",
            ("tests/compare", "tests/golden/test_golden_workflow.py"), "an accuracy drop never breaches"),
     Mutant("verdict-nonfinite-allowed", "pytest_trt/compare/rules.py",
            "    if t.allow_nonfinite:\n        return out", "    if True:\n        return out",
@@ -223,6 +224,41 @@ MUTANTS = (
            "                    pass",
            ("tests/golden/test_golden_atomic.py", "tests/golden/test_golden_store.py"),
            "an update writes into a golden file of the wrong layout"),
+    # -- golden integrity: file digest, per-array digests, approvals, output names, fraction thresholds ---------
+    Mutant("golden-file-digest-unchecked", "pytest_trt/golden/integrity.py",
+           "    if found not in expected:\n", "    if False:\n", _INTEGRITY,
+           "a golden whose bytes differ from its approved digest is handed to h5py (may hang, edits pass)"),
+    Mutant("golden-no-child-probe", "pytest_trt/golden/integrity.py",
+           "        probe(path, data=data, timeout=timeout)\n", "", _INTEGRITY,
+           "a golden without a digest file is opened in-process: a damaged one can hang the session"),
+    Mutant("golden-array-digest-unchecked", "pytest_trt/golden/integrity.py",
+           "        if found == self.expected:\n", "        if True:\n", _INTEGRITY,
+           "stored inputs or outputs edited by hand (digest attribute kept) pass the check"),
+    Mutant("golden-edit-judged-as-regression", "pytest_trt/golden/verifying.py",
+           "        if edited:  # before any metric is judged: an edited golden is not an engine regression\n"
+           "            raise integrity.edited_error(path, edited)\n", "", _INTEGRITY,
+           "a swapped golden dataset is reported as an engine regression (or passes), not as an edited golden"),
+    Mutant("golden-generation-without-approval", "pytest_trt/golden/verifying.py",
+           '    return [f"snapshot {snap.config!r} generation {snap.generation} has no approval record in the file"]',
+           "    return []", _INTEGRITY, "a golden whose approvals were deleted passes its check"),
+    Mutant("golden-output-name-as-path", "pytest_trt/golden/store.py",
+           "escape_name(name), (samples, *sample_shape)", "name, (samples, *sample_shape)", _INTEGRITY,
+           "an output named 'a/b' is stored as group 'a' + dataset 'b' (clashes with output 'a')"),
+    Mutant("approvals-onto-torn-line", "pytest_trt/golden/approvals.py",
+           '                    line = b"\\n" + line\n', "                    pass\n", _INTEGRITY,
+           "an approval appended onto a torn last line of APPROVALS.jsonl is lost"),
+    Mutant("golden-sidecar-not-rolled-back", "pytest_trt/golden/atomic.py",
+           "                _restore_sidecar(path, before)\n", "", _INTEGRITY,
+           "an approval log that cannot be written leaves a digest file naming a golden that never replaced the old"),
+    Mutant("verdict-top1-drop-float-boundary", "pytest_trt/compare/rules.py",
+           "    ok = within(-drop, limit, count)\n", "    ok = -drop <= limit\n",
+           ("tests/compare/test_fraction_boundaries.py",),
+           "an accuracy drop of exactly top1_drop (0.92 -> 0.915) fails: float subtraction, not whole samples"),
+    Mutant("provenance-unknown-field-taints", "pytest_trt/golden/provenance.py",
+           'f for f in TAINT_FIELDS if getattr(current, f) != "" and getattr(self, f) != getattr(current, f)',
+           "f for f in TAINT_FIELDS if getattr(self, f) != getattr(current, f)",
+           ("tests/golden/test_provenance_unknown.py",),
+           "an outputs-only check is tainted by the backend and device it cannot know"),
     Mutant("cache-no-hash-check", "pytest_trt/artifact.py",
            "            if hashlib.sha256(data).hexdigest() != want:", "            if False:",
            _CACHE, "a corrupt cached engine is used"),

@@ -65,9 +65,10 @@ class Rule:
     judge: Judge = bounded
 
     def measure(self, output: str, value: float, limit: float, *, tag: str | None = None,
-                extra: str = "") -> MetricCheck:
-        """``value`` against ``limit``; equality passes."""
-        ok = value <= limit if self.upper else value >= limit
+                extra: str = "", ok: bool | None = None) -> MetricCheck:
+        """``value`` against ``limit``; equality passes (``ok``: decided by the caller, in sample counts)."""
+        if ok is None:
+            ok = value <= limit if self.upper else value >= limit
         op = ("<=" if ok else ">") if self.upper else (">=" if ok else "<")
         text = f"{self.label}: {self.show(value)} {op} threshold({self.show(limit)}){extra}"
         return MetricCheck(output, self.name, PASS if ok else FAIL, text, value, limit, tag)
@@ -100,6 +101,13 @@ def _nonfinite(rule: Rule, m: OutputMetrics, t: Thresholds) -> list[MetricCheck]
     return out
 
 
+def within(fraction: float, limit: float | None, samples: int) -> bool:
+    """Whether ``fraction`` of ``samples`` (computed in floats: 0.92 - 0.915 = 0.0050000000000000044) is at most
+    ``limit``, compared as whole samples: 5 of 1000 is within 0.005, exactly at the threshold."""
+    assert limit is not None
+    return round(fraction * samples) <= limit * samples
+
+
 def agreement_threshold(m: OutputMetrics, t: Thresholds) -> float | None:
     """``top1_agreement``, or, without labels, ``1 - top1_drop`` (the golden's own predictions as the reference)."""
     if t.top1_agreement is not None:
@@ -116,13 +124,15 @@ def _agreement(rule: Rule, m: OutputMetrics, t: Thresholds) -> list[MetricCheck]
     over = f" over {m.samples} samples"
     if limit is None:  # always shown: the one classifier figure that needs no labels
         return [MetricCheck(m.name, rule.name, INFO, f"{rule.label}: {pct(value)}{over}", value)]
+    if t.top1_agreement is None:  # 1 - top1_drop: at most that fraction of the samples may change their top-1
+        return [rule.measure(m.name, value, limit, extra=over, ok=within(1.0 - value, t.top1_drop, m.samples))]
     return [rule.measure(m.name, value, limit, extra=over)]
 
 
 def _accuracy_check(rule: Rule, output: str, drop: float | None, acc: float | None, gacc: float | None,
                     limit: float, count: int, tag: str | None) -> MetricCheck:
     assert drop is not None and acc is not None and gacc is not None
-    ok = -drop <= limit
+    ok = within(-drop, limit, count)
     op = ">=" if ok else "<"
     text = (f"{rule.label}: {pct(drop, signed=True)} {op} threshold({pct(-limit, signed=True)}) "
             f"(accuracy {pct(gacc)} -> {pct(acc)}, {count} labelled samples)")

@@ -1,9 +1,16 @@
 """Approval records: who refreshed which golden, why, and what it changed.
 
 Each refresh appends one record inside the golden file (travels with it) and
-one line to ``<golden_dir>/APPROVALS.jsonl`` (one reviewable log per repo).
-The file record is written first: it lands atomically with the snapshot, and
-the JSONL line follows; a kill in between loses only the duplicate line.
+one line to ``<golden_dir>/APPROVALS.jsonl`` (one reviewable log per repo), the
+line with the new file's sha256 (``file_sha256``).  The two are one unit, log
+first: the line is appended once the new file is complete and before it
+replaces the old one (:func:`pytest_trt.golden.atomic.update`), so a golden
+generation never lacks its line; a kill in between leaves a line for a
+generation that was not written, which the next approval of it follows.
+
+The log is appended on a fresh line (a torn last line is closed and kept, with
+a warning); lines that are not JSON objects are reported with their number and
+skipped by readers, never dropped from the file.
 """
 
 from __future__ import annotations
@@ -12,12 +19,14 @@ import getpass
 import json
 import os
 import subprocess
+import warnings
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_trt.common.fileio import locked
+from pytest_trt.common.fileio import LOCK_TIMEOUT_S, locked
+from pytest_trt.errors import ApprovalLogWarning, FolderUnusable, LockTimeout
 
 APPROVALS_FILE = "APPROVALS.jsonl"
 
@@ -59,20 +68,95 @@ def approver(cwd: Path | None = None) -> str:
         return os.environ.get("USER") or "unknown"
 
 
-def append_jsonl(golden_dir: Path, record: Mapping[str, Any]) -> Path:
-    """Append ``record`` as one line to ``APPROVALS.jsonl``, serialized across processes."""
-    path = golden_dir / APPROVALS_FILE
-    line = json.dumps(dict(record), sort_keys=True, separators=(",", ":")) + "\n"
-    with locked(path.with_name(path.name + ".lock"), what=f"approval log {path}"):
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
+def log_path(golden_dir: Path) -> Path:
+    return golden_dir / APPROVALS_FILE
+
+
+def check_log(golden_dir: Path) -> Path:
+    """Raise :class:`FolderUnusable` unless ``APPROVALS.jsonl`` can be appended to (before anything is written)."""
+    path = log_path(golden_dir)
+    if path.exists() and not path.is_file():
+        raise FolderUnusable(
+            f"approval log {path} is not a file (a folder?): approvals cannot be recorded and the golden was left "
+            "as it was. Move it away (the approvals it should hold are inside each golden file, shown by "
+            "`pytest-trt golden show`), then approve again", path=path,
+        )
     return path
 
 
+def append_jsonl(golden_dir: Path, record: Mapping[str, Any], *, timeout: float = LOCK_TIMEOUT_S) -> Path:
+    """Append ``record`` as one line to ``APPROVALS.jsonl``, serialized across processes.
+
+    Starts on a fresh line when the last one is torn, warns about lines that are not JSON objects, and
+    leaves the log as it was when the write fails (raised as :class:`FolderUnusable`).
+    """
+    path = check_log(golden_dir)
+    line = (json.dumps(dict(record), sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
+    try:
+        with locked(path.with_name(path.name + ".lock"), what=f"approval log {path}", timeout=timeout):
+            with open(path, "a+b") as fh:
+                fh.seek(0)
+                text = fh.read()
+                size = len(text)
+                torn = size > 0 and not text.endswith(b"\n")
+                lineno = text.count(b"\n") + 1
+                warn_bad_lines(path, [b for b in bad_lines(text) if not (torn and b[0] == lineno)])
+                if torn:
+                    warnings.warn(ApprovalLogWarning(
+                        f"{path}:{lineno}: the last line was torn (no line end); it is kept as it is and the new "
+                        "approval starts on the next line"), stacklevel=2)
+                    line = b"\n" + line
+                try:
+                    fh.write(line)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                except BaseException:
+                    fh.truncate(size)  # under the lock: nothing but our own bytes follow ``size``
+                    raise
+    except LockTimeout:
+        raise
+    except OSError as exc:
+        raise FolderUnusable(f"approval log {path} cannot be written ({exc.strerror or exc}); the golden was left "
+                             "as it was. Make it writable, then approve again", path=path) from None
+    return path
+
+
+def bad_lines(data: bytes) -> list[tuple[int, str]]:
+    """``(line number, text)`` of each non-blank line that is not a JSON object."""
+    bad = []
+    for lineno, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        try:
+            ok = isinstance(json.loads(raw.decode("utf-8")), dict)
+        except (UnicodeDecodeError, ValueError):
+            ok = False
+        if not ok:
+            bad.append((lineno, raw[:60].decode("utf-8", "replace")))
+    return bad
+
+
+def warn_bad_lines(path: Path, bad: list[tuple[int, str]]) -> None:
+    for lineno, text in bad[:5]:
+        warnings.warn(ApprovalLogWarning(f"{path}:{lineno}: not an approval record ({text!r}); skipped"),
+                      stacklevel=3)
+    if len(bad) > 5:
+        warnings.warn(ApprovalLogWarning(f"{path}: {len(bad) - 5} more lines are not approval records"),
+                      stacklevel=3)
+
+
 def read_jsonl(golden_dir: Path) -> list[dict[str, Any]]:
-    path = golden_dir / APPROVALS_FILE
-    if not path.exists():
+    """The approval records of ``APPROVALS.jsonl``; lines that are not JSON objects are skipped with a warning."""
+    path = log_path(golden_dir)
+    if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    records = []
+    for raw in path.read_bytes().split(b"\n"):
+        try:
+            value = json.loads(raw.decode("utf-8")) if raw.strip() else None
+        except (UnicodeDecodeError, ValueError):
+            value = None
+        if isinstance(value, dict):
+            records.append(value)
+    warn_bad_lines(path, bad_lines(path.read_bytes()))
+    return records

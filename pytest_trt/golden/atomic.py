@@ -5,7 +5,9 @@ refuse to open.  So an update never touches the real file.  Under a per-file
 lock (``<file>.lock``; any number of xdist workers may try at once) it changes
 a copy (:func:`pytest_trt.common.fileio.edited_copy`: copied, fsynced, ``os.replace``d
 over the original).  What is left here is HDF5's: opening the copy, creating or
-validating the layout before anything is written, the lock's error as a GoldenError.
+validating the layout before anything is written, the lock's error as a GoldenError,
+and the file's digest (:mod:`pytest_trt.golden.integrity`): checked before the copy is
+opened, recorded once it is complete.
 """
 
 from __future__ import annotations
@@ -13,15 +15,15 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import h5py
 
-from pytest_trt.common.fileio import LOCK_TIMEOUT_S, acquire_lock, edited_copy
+from pytest_trt.common.fileio import LOCK_TIMEOUT_S, acquire_lock, edited_copy, sha256_file
 from pytest_trt.errors import GoldenError, LockTimeout
-from pytest_trt.golden import store
+from pytest_trt.golden import integrity, store
 
 #: seconds to sleep after the temp file is complete and before it replaces the
 #: original; lets a test kill -9 the writer at the worst moment
@@ -48,30 +50,61 @@ def locked(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
 
 
 @contextmanager
-def update(path: str | Path, *, timeout: float = LOCK_TIMEOUT_S) -> Iterator[h5py.File]:
+def update(path: str | Path, *, timeout: float = LOCK_TIMEOUT_S,
+           on_complete: Callable[[str], None] | None = None) -> Iterator[h5py.File]:
     """Yield a writable copy of the golden file ``path``; on clean exit it replaces the original.
 
-    A new file is created when ``path`` does not exist.  On any exception
-    (or a kill) the original is left as it was.
+    A new file is created when ``path`` does not exist.  The copy's bytes are checked against the
+    original's digest before h5py opens it.  Once the copy is complete, its sha256 goes to the
+    sidecar (which accepts the old and the new file until the rename) and to ``on_complete`` (the
+    approval log's line: when that raises, the sidecar is put back and nothing is replaced); then
+    the copy replaces the original and the sidecar names the new digest only.  On any exception
+    (or a kill) the original is left as it was, and matches its sidecar.
     """
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise store.folder_error(path.parent, exc) from None
-    with locked(path, timeout), edited_copy(path, before_replace=lambda tmp: _pause(tmp, path)) as tmp:
-        exists = tmp.exists()
-        with store.guard(path):
-            f = h5py.File(tmp, "r+" if exists else "w-")
-        try:
-            if not exists:
-                store.init_file(f)
-            else:
-                with store.guard(path):
-                    store.validate(f, path)  # before anything is written
-            yield f
-        finally:
-            f.close()
+    with locked(path, timeout):
+        before = integrity.read_sidecar(path) if path.exists() else None
+        digest: list[str] = []
+        held: list[str] = []  # the digest of the file being replaced
+
+        def finish(tmp: Path) -> None:
+            digest.append(sha256_file(tmp))
+            try:
+                integrity.write_sidecar(path, (*held, digest[0]))
+                if on_complete is not None:
+                    on_complete(digest[0])
+            except BaseException:
+                _restore_sidecar(path, before)
+                raise
+            _pause(tmp, path)
+
+        with edited_copy(path, before_replace=finish) as tmp:
+            exists = tmp.exists()
+            if exists:
+                held.append(integrity.check_file(path, data=tmp) or sha256_file(tmp))
+            with store.guard(path):
+                f = h5py.File(tmp, "r+" if exists else "w-")
+            try:
+                if not exists:
+                    store.init_file(f)
+                else:
+                    with store.guard(path):
+                        store.validate(f, path)  # before anything is written
+                yield f
+            finally:
+                f.close()
+        integrity.write_sidecar(path, digest)
+
+
+def _restore_sidecar(path: Path, before: tuple[str, ...] | None) -> None:
+    if before is None:
+        integrity.sidecar_path(path).unlink(missing_ok=True)
+    else:
+        integrity.write_sidecar(path, before)
 
 
 def _pause(tmp: Path, path: Path) -> None:

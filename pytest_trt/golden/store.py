@@ -8,10 +8,17 @@ One file per model, ``<golden_dir>/<config.name>.h5``::
     /dataset/labels        (N,) int64        optional
     /dataset/tags          (N,) utf-8        optional, "" = no tag, commas separate several
     /snapshots/<config>    attrs generation, provenance (JSON), baselines (JSON)
-        outputs/<name>     (N, ...)          no filter (see OUTPUT_FILTERS)
+        outputs/<escaped>  (N, ...)          no filter (see OUTPUT_FILTERS); attr name: the output's name
         record             uint8 JSON bytes  the normalized BuildRecord
     /history/<config>/gen-<NNNN>             earlier snapshots, moved here unchanged
     /approvals             (K,) utf-8 JSON   one approval record per refresh
+
+Every input, labels, tags, output and record dataset has a ``sha256`` attribute
+(:func:`pytest_trt.golden.integrity.array_digest`, ``text_digest`` for tags), checked on every
+read of a check.  An output's link name is its name with ``%``, ``/`` and a leading ``.`` escaped
+(``%25``, ``%2F``, ``%2E``): names such as ``out/y`` (tf2onnx) stay one dataset.  Files written
+before that stored ``out/y`` as group ``out`` and dataset ``y``; readers take both.  The whole
+file's sha256 is in ``<config>.h5.sha256`` beside it (:mod:`pytest_trt.golden.integrity`).
 
 Compressed datasets are chunked (whole samples, about 1 MiB a chunk), unfiltered
 ones contiguous; every dataset is created with ``track_times=False`` and every
@@ -34,6 +41,7 @@ import numpy as np
 
 from pytest_trt.compare.render import update_command
 from pytest_trt.errors import FolderUnusable, GoldenCorrupt, GoldenError
+from pytest_trt.golden import integrity
 from pytest_trt.golden.dataset import GoldenDataset, dataset_digest
 from pytest_trt.golden.provenance import Provenance
 
@@ -147,9 +155,31 @@ def snapshot_view(config: str, group: h5py.Group) -> SnapshotView:
         generation=_int_attr(config, group, "generation"),
         provenance=Provenance.from_dict(_provenance_attr(config, group)),
         baselines=_object_attr(config, group, "baselines"),
-        outputs={k: v for k, v in group["outputs"].items()},
+        outputs=output_datasets(group),
         group=group,
     )
+
+
+def escape_name(name: str) -> str:
+    """An output name as one HDF5 link name: ``%``, ``/`` and a leading ``.`` percent-escaped."""
+    text = name.replace("%", "%25").replace("/", "%2F")
+    return "%2E" + text[1:] if text.startswith(".") else text
+
+
+def output_datasets(snapshot: h5py.Group) -> dict[str, h5py.Dataset]:
+    """``{output name: dataset}`` of a snapshot group: the ``name`` attribute, else the path under ``outputs/``.
+
+    Files written before names were escaped hold ``out/y`` as group ``out``, dataset ``y``.
+    """
+    found: dict[str, h5py.Dataset] = {}
+
+    def visit(path: str, obj: Any) -> None:
+        if isinstance(obj, h5py.Dataset):
+            name = obj.attrs.get("name", path)
+            found[name.decode("utf-8") if isinstance(name, bytes) else str(name)] = obj
+
+    snapshot["outputs"].visititems(visit)
+    return found
 
 
 def _object_attr(config: str, group: h5py.Group, name: str) -> dict[str, Any]:
@@ -198,8 +228,11 @@ class GoldenFile:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._f: h5py.File | None = None
+        #: the file's sha256 when its digest file named it (None: no digest file; the file was read in a child first)
+        self.sha256: str | None = None
 
     def __enter__(self) -> GoldenFile:
+        self.sha256 = integrity.check_file(self.path)  # before h5py reads a byte: a damaged file can make it hang
         with guard(self.path):
             self._f = h5py.File(self.path, "r")
             try:
@@ -242,6 +275,32 @@ class GoldenFile:
         if "dataset/tags" not in self.h5:
             return None
         return tuple(t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in self.h5["dataset/tags"][()])
+
+    def small_parts_edited(self, snapshot: SnapshotView) -> list[str]:
+        """Labels, tags and the snapshot's record whose bytes differ from their stored digest (read whole: small)."""
+        parts: list[tuple[str, Any, Any]] = []
+        if "dataset/labels" in self.h5:
+            ds = self.h5["dataset/labels"]
+            parts.append(("labels", ds, lambda: integrity.array_digest(ds)))
+        if "dataset/tags" in self.h5:
+            tags = self.tags()
+            parts.append(("tags", self.h5["dataset/tags"], lambda: integrity.text_digest(tags or ())))
+        if "record" in snapshot.group:
+            rec = snapshot.group["record"]
+            parts.append((f"snapshot {snapshot.config!r} record", rec, lambda: integrity.array_digest(rec)))
+        edited = []
+        for what, ds, digest in parts:
+            stored = ds.attrs.get(integrity.DIGEST_ATTR)
+            if stored is not None and str(stored) != digest():
+                edited.append(what)
+        return edited
+
+    def dataset_edited(self) -> bool:
+        """For files without per-input digests: whether the stored samples differ from ``/dataset`` ``sha256``."""
+        inputs = self.inputs()
+        if all(integrity.DIGEST_ATTR in ds.attrs for ds in inputs.values()):
+            return False
+        return dataset_digest(sorted(inputs.items()), self.labels(), self.tags()) != self.dataset_sha256
 
     def load_dataset(self) -> GoldenDataset:
         """The whole dataset in memory (small curated sets; checks stream instead)."""
@@ -289,12 +348,16 @@ def write_dataset(f: h5py.File, dataset: GoldenDataset) -> None:
     group = f.create_group("dataset")
     inputs = group.create_group("inputs")
     for name, arr in dataset.inputs.items():
-        create_array(inputs, name, arr.shape, arr.dtype, INPUT_FILTERS, data=arr)
+        create_array(inputs, name, arr.shape, arr.dtype, INPUT_FILTERS, data=arr).attrs[integrity.DIGEST_ATTR] = \
+            integrity.array_digest(arr)
     if dataset.labels is not None:
-        create_array(group, "labels", dataset.labels.shape, np.int64, LABEL_FILTERS, data=dataset.labels)
+        labels = dataset.labels.astype(np.int64)
+        create_array(group, "labels", labels.shape, np.int64, LABEL_FILTERS,
+                     data=labels).attrs[integrity.DIGEST_ATTR] = integrity.array_digest(labels)
     if dataset.tags is not None:
         create_array(group, "tags", (dataset.n,), _STR, {"compression": "gzip"},
-                     data=np.array(dataset.tags, dtype=object))
+                     data=np.array(dataset.tags, dtype=object)).attrs[integrity.DIGEST_ATTR] = \
+            integrity.text_digest(dataset.tags)
     group.attrs["samples"] = dataset.n
     group.attrs["sha256"] = dataset_digest(inputs.items(), dataset.labels, dataset.tags)
 
@@ -335,14 +398,19 @@ def check_finite(name: str, start: int, arr: np.ndarray) -> None:
 def create_output(
     group: h5py.Group, name: str, samples: int, sample_shape: tuple[int, ...], dtype: Any
 ) -> h5py.Dataset:
-    return create_array(group["outputs"], name, (samples, *sample_shape), dtype, OUTPUT_FILTERS)
+    if not name:
+        raise GoldenError("an output with an empty name cannot be stored in a golden; name the model's outputs")
+    ds = create_array(group["outputs"], escape_name(name), (samples, *sample_shape), dtype, OUTPUT_FILTERS)
+    ds.attrs["name"] = name
+    return ds
 
 
 def finish_snapshot(group: h5py.Group, *, generation: int, provenance: Provenance, baselines: Mapping[str, Any],
                     record_json: str | None) -> None:
     if record_json is not None:
         data = np.frombuffer(record_json.encode("utf-8"), dtype=np.uint8)
-        create_array(group, "record", data.shape, np.uint8, {"compression": "gzip"}, data=data)
+        create_array(group, "record", data.shape, np.uint8, {"compression": "gzip"},
+                     data=data).attrs[integrity.DIGEST_ATTR] = integrity.array_digest(data)
     group.attrs["generation"] = generation
     group.attrs["provenance"] = _json_attr(provenance.to_dict())
     group.attrs["baselines"] = _json_attr(dict(baselines))

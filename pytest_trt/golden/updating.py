@@ -3,7 +3,9 @@
 Runs under the file's lock on a temporary copy (see :mod:`pytest_trt.golden.atomic`):
 the previous snapshot moves to ``/history``, the engine's outputs stream into
 the new one while being compared with the previous generation, and the
-approval (with those deltas) is appended to the file and to APPROVALS.jsonl.
+approval (with those deltas) is appended to the file and, once the new file is
+complete and before it replaces the old one, to APPROVALS.jsonl with the new
+file's sha256 (log first: a golden generation never lacks its line).
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ import numpy as np
 
 from pytest_trt.compare.accumulate import baseline_of
 from pytest_trt.errors import GoldenError, GoldenMissing
-from pytest_trt.golden import atomic, provenance, running, store, structure
-from pytest_trt.golden.approvals import Approval, append_jsonl, approver
+from pytest_trt.golden import atomic, integrity, provenance, running, store, structure
+from pytest_trt.golden.approvals import Approval, append_jsonl, approver, check_log
 from pytest_trt.golden.dataset import GoldenDataset, dataset_digest
 from pytest_trt.golden.results import GoldenScope, UpdateResult
 
@@ -34,6 +36,7 @@ class _Sink:
     def __init__(self, group: h5py.Group, samples: int) -> None:
         self.group, self.samples = group, samples
         self._datasets: dict[str, h5py.Dataset] = {}
+        self._digests: dict[str, integrity.StreamDigest] = {}
 
     def __call__(self, start: int, outputs: Mapping[str, np.ndarray]) -> None:
         for name, value in outputs.items():
@@ -43,7 +46,15 @@ class _Sink:
             if ds is None:
                 ds = store.create_output(self.group, name, self.samples, tuple(arr.shape[1:]), arr.dtype)
                 self._datasets[name] = ds
+                self._digests[name] = integrity.StreamDigest(ds.dtype, tuple(ds.shape))
             ds[start : start + arr.shape[0]] = arr
+            self._digests[name].update(start, arr.astype(ds.dtype, copy=False))
+
+    def seal(self) -> None:
+        """Record each output's digest (batches arrive in order; a gap would be a bug, so it is hashed again)."""
+        for name, ds in self._datasets.items():
+            d = self._digests[name]
+            ds.attrs[integrity.DIGEST_ATTR] = d.hexdigest() if d.complete else integrity.array_digest(ds)
 
 
 def _ensure_dataset(f: h5py.File, dataset: GoldenDataset | None, scope: GoldenScope, name: str) -> bool:
@@ -76,7 +87,14 @@ def update(scope: GoldenScope, config: Any, engine: Any, outputs: Mapping[str, n
     name = config.name
     path = scope.path_for(name)
     label = f"golden {path.name} [{name}]"
-    with atomic.update(path) as f, store.guard(path):
+    check_log(settings.golden_dir)  # before anything moves
+    logged: list[Approval] = []
+
+    def log_first(file_sha256: str) -> None:  # the new file is complete and not yet in place
+        record = json.loads(json.dumps(logged[0].to_dict(), default=_jsonable))
+        append_jsonl(settings.golden_dir, {**record, "file_sha256": file_sha256})
+
+    with atomic.update(path, on_complete=log_first) as f, store.guard(path):
         dataset_changed = _ensure_dataset(f, dataset, scope, name)
         ds_group = f["dataset"]
         samples, digest = int(ds_group.attrs["samples"]), str(ds_group.attrs["sha256"])
@@ -87,12 +105,14 @@ def update(scope: GoldenScope, config: Any, engine: Any, outputs: Mapping[str, n
         old_baselines = dict(old.baselines) if old else {}
         group, generation = store.begin_snapshot(f, name)
         compare_old = old is not None and not dataset_changed
-        old_outputs = dict(f[f"history/{name}/gen-{generation - 1:04d}/outputs"].items()) if compare_old else {}
+        old_outputs = store.output_datasets(f[f"history/{name}/gen-{generation - 1:04d}"]) if compare_old else {}
         max_label = None if labels is None or not labels.size else int(labels.max())
         make = running.accumulator_factory(old_baselines, classifier, max_label, strict=False)
         accumulators = {n: make(n, ds) for n, ds in old_outputs.items()}
+        sink = _Sink(group, samples)
         running.feed(engine, outputs, dict(ds_group["inputs"].items()), samples, batch_size, accumulators,
-                     golden_outputs=None, label=label, sink=_Sink(group, samples), new=make)
+                     golden_outputs=None, label=label, sink=sink, new=make)
+        sink.seal()
         deltas = {n: a.result(samples, labels, tags, baseline_of(old_baselines, n))
                   for n, a in accumulators.items() if a.golden is not None}
         baselines = {n: a.baseline(labels, tags) for n, a in accumulators.items()}
@@ -113,7 +133,7 @@ def update(scope: GoldenScope, config: Any, engine: Any, outputs: Mapping[str, n
         store.finish_snapshot(group, generation=generation, provenance=new_prov, baselines=baselines,
                               record_json=record_json)
         store.append_approval(f, approval.to_dict())
-    append_jsonl(settings.golden_dir, json.loads(json.dumps(approval.to_dict(), default=_jsonable)))
+        logged.append(approval)
     structure_text = None if diff is None or diff.is_empty else diff.render()
     return UpdateResult(name, path, generation, deltas, structure_text, approval,
                            dataset_changed=old is not None and dataset_changed)

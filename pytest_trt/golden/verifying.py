@@ -16,10 +16,11 @@ from pytest_trt.compare.render import update_command
 from pytest_trt.compare.thresholds import ThresholdSet
 from pytest_trt.compare.verdict import ProvenanceChange
 from pytest_trt.errors import GoldenError, GoldenMissing
-from pytest_trt.golden import provenance, running, structure
+from pytest_trt.golden import integrity, provenance, running, structure
+from pytest_trt.golden.approvals import read_jsonl
 from pytest_trt.golden.dataset import GoldenDataset
 from pytest_trt.golden.results import CheckResult, GoldenScope, raise_failure, warn_structure
-from pytest_trt.golden.store import GoldenFile, guard
+from pytest_trt.golden.store import GoldenFile, SnapshotView, guard
 from pytest_trt.options import INI_PROVENANCE as PROVENANCE_INI
 from pytest_trt.options import INI_PROVENANCE_FAIL_ON as PROVENANCE_FAIL_ON_INI
 from pytest_trt.options import PROVENANCE as PROVENANCE_OPTION
@@ -91,6 +92,11 @@ def verify(
             raise GoldenMissing(scope.missing_message(name, path, f"{path} has no snapshot for it (snapshots: {held})"),
                                 path=str(path))
         snap = g[name]
+        edited = unapproved(g, snap) + g.small_parts_edited(snap)
+        if g.dataset_edited():
+            edited.append(f"the stored golden dataset does not match its sha256 ({g.dataset_sha256[:16]}...)")
+        if edited:
+            raise integrity.edited_error(path, edited)
         problems: list[str] = []
         if dataset is not None and dataset.digest() != g.dataset_sha256:
             problems.append("the dataset passed to check() differs from the golden file's dataset")
@@ -100,9 +106,17 @@ def verify(
         labels, tags = g.labels(), g.tags()
         max_label = None if labels is None or not labels.size else int(labels.max())
         make = running.accumulator_factory(snap.baselines, classifier, max_label, strict=True)
-        accumulators = {n: make(n, ds) for n, ds in snap.outputs.items()}
-        running.feed(engine, outputs, g.inputs(), g.samples, batch_size, accumulators,
-                     golden_outputs=snap.outputs, label=label, new=make)
+        # bytes the approval log vouches for hold the approved arrays; else each slab is hashed as it is read
+        hashed = not integrity.logged(read_jsonl(path.parent), path, name, snap.generation, g.sha256)
+        inputs = {n: integrity.DigestedArray(ds, f"input {n!r}", verify=hashed) for n, ds in g.inputs().items()}
+        golden_outputs = {n: integrity.DigestedArray(ds, f"output {n!r}", verify=hashed)
+                          for n, ds in snap.outputs.items()}
+        accumulators = {n: make(n, ds) for n, ds in golden_outputs.items()}
+        running.feed(engine, outputs, inputs, g.samples, batch_size, accumulators,
+                     golden_outputs=golden_outputs, label=label, new=make)
+        edited = [m for a in (*inputs.values(), *golden_outputs.values()) if (m := a.mismatch()) is not None]
+        if edited:  # before any metric is judged: an edited golden is not an engine regression
+            raise integrity.edited_error(path, edited)
         metrics = {n: a.result(g.samples, labels, tags, baseline_of(snap.baselines, n))
                    for n, a in accumulators.items()}
         record_json = snap.record_json()
@@ -131,6 +145,14 @@ def verify(
         command = update_command(scope.command_nodeid, reason="REASON", args=scope.settings.command_args)
         note = provenance_note(f"{path.name} [{name}] generation {generation}", changes, command)
     return CheckResult(name, path, generation, metrics, structure_text, verdict, note, outputs_summary)
+
+
+def unapproved(g: GoldenFile, snap: SnapshotView) -> list[str]:
+    """The snapshot's generation, when the file holds no approval record of it (every approved update writes one)."""
+    for record in g.approvals():
+        if record.get("config") == snap.config and record.get("generation") == snap.generation:
+            return []
+    return [f"snapshot {snap.config!r} generation {snap.generation} has no approval record in the file"]
 
 
 def _structure_diff(record_json: str, record: Any) -> RecordDiff:

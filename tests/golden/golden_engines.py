@@ -102,3 +102,12 @@ def write_topk_model(path: Path, *, classes: int = 4, damp: float = 1.0) -> Path
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     onnx.save(model, str(path))
     return path
+
+
+def reseal(path: Path) -> None:
+    """After a test edits a golden file by hand: record its new bytes as approved (its ``.sha256`` sidecar),
+    so the check goes on to what the edit is about (a hand edit that also rewrites the sidecar)."""
+    from pytest_trt.common.fileio import sha256_file
+    from pytest_trt.golden.integrity import write_sidecar
+
+    write_sidecar(path, [sha256_file(path)])

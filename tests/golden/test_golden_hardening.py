@@ -11,7 +11,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
-from golden_engines import OrtEngine
+from golden_engines import OrtEngine, reseal
 
 from pytest_trt.config import BuildConfig
 from pytest_trt.errors import FolderUnusable, GoldenCorrupt, GoldenError
@@ -31,6 +31,7 @@ def _approved(golden: MakeGolden, make_config: MakeConfig, dataset: GoldenDatase
 def _edit_attr(path: Path, attr: str, value: object) -> None:
     with h5py.File(path, "r+") as f:
         f["snapshots/tiny"].attrs[attr] = json.dumps(value)
+    reseal(path)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -124,7 +125,7 @@ import sys
 from pathlib import Path
 sys.path.insert(0, {golden_tests!r})
 import numpy as np
-from golden_engines import OrtEngine
+from golden_engines import OrtEngine, reseal
 from pytest_trt.config import BuildConfig, Profile
 from pytest_trt.errors import TrtError
 from pytest_trt.golden.workflow import GoldenCheck, GoldenSettings

@@ -20,6 +20,7 @@ import h5py
 import numpy as np
 import onnx
 import pytest
+from golden_engines import reseal
 from onnx import TensorProto, helper, numpy_helper
 
 from pytest_trt.options import PROVENANCE as PROVENANCE_OPTION
@@ -113,6 +114,7 @@ def _record_version(golden: Path, version: str) -> str:
         old = prov["backend_version"]
         prov["backend_version"] = version
         snap.attrs["provenance"] = json.dumps(prov, sort_keys=True)
+    reseal(golden)
     return str(old)
 
 

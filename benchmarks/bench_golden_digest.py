@@ -1,0 +1,176 @@
+"""What the golden digests cost a check of a 1 GiB golden, run by hand: ``python benchmarks/bench_golden_digest.py``.
+
+A golden of 1 GiB of classifier logits (N, 1000) float32 is written by an approved update (``GoldenCheck`` in
+update mode, the engine of ``benchmarks/bench_golden.py``: outputs are views of a pool, so running costs
+nothing), then checked, alternating, ``--rounds`` times each (medians):
+
+* ``check``: the check as shipped: the file's sha256 against ``<config>.h5.sha256`` before h5py opens it;
+  the APPROVALS.jsonl line of the generation vouches for those bytes, so slabs are not hashed again;
+* ``check, slabs hashed``: the same without APPROVALS.jsonl: every input and output slab is hashed as the
+  check reads it too (a golden whose digest file is not backed by the log);
+* ``bare``: the same check with both digests switched off (what the check cost before them);
+* ``file sha256``: the file digest alone, as the check computes it (page cache warm, as in the check).
+
+``--model mobilenet``: the same with a real engine instead: 1 GiB of golden inputs (images of 3x224x224) through
+the torchvision-size MobileNetV2 of ``benchmarks/models.py`` built and run by the product's ONNX Runtime backend
+(one round: minutes).
+
+The target: the digests cost under 5 % of the check, or run within its read.  ``BENCH_DIR`` chooses where the
+1 GiB file goes (default: the system's temporary folder); it is removed at exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.bench_golden import PoolEngine  # noqa: E402
+from pytest_trt.common import fileio  # noqa: E402
+from pytest_trt.config import BuildConfig  # noqa: E402
+from pytest_trt.golden import integrity  # noqa: E402
+from pytest_trt.golden.dataset import GoldenDataset  # noqa: E402
+from pytest_trt.golden.store import GoldenFile  # noqa: E402
+from pytest_trt.golden.workflow import GoldenCheck, GoldenSettings  # noqa: E402
+
+CLASSES, BATCH = 1000, 256
+
+
+def _check(folder: Path, config: BuildConfig, engine: PoolEngine) -> float:
+    fileio._SHA256_MEMO.clear()  # noqa: SLF001 - each round hashes the file, as a fresh session does
+    check = GoldenCheck(GoldenSettings(golden_dir=folder / "golden"))
+    t0 = time.perf_counter()
+    check.check(engine, batch_size=BATCH, l2_delta=1.0, max_abs=1.0, drift_sd=1e9)
+    return time.perf_counter() - t0
+
+
+class _Off:
+    """Both digests switched off: the file is not hashed, slabs are not hashed (the check before digests)."""
+
+    def __enter__(self) -> None:
+        self.saved: dict[str, Any] = {"check_file": integrity.check_file, "update": integrity.StreamDigest.update,
+                                      "mismatch": integrity.DigestedArray.mismatch,
+                                      "small": GoldenFile.small_parts_edited}
+        integrity.check_file = lambda path, **kw: None  # type: ignore[assignment]
+        integrity.StreamDigest.update = lambda self, start, rows: None  # type: ignore[method-assign]
+        integrity.DigestedArray.mismatch = lambda self: None  # type: ignore[method-assign]
+        GoldenFile.small_parts_edited = lambda self, snapshot: []  # type: ignore[method-assign]
+
+    def __exit__(self, *exc: object) -> None:
+        integrity.check_file = self.saved["check_file"]
+        integrity.StreamDigest.update = self.saved["update"]  # type: ignore[method-assign]
+        integrity.DigestedArray.mismatch = self.saved["mismatch"]  # type: ignore[method-assign]
+        GoldenFile.small_parts_edited = self.saved["small"]  # type: ignore[method-assign]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gib", type=float, default=1.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--model", choices=("pool", "mobilenet"), default="pool")
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="bench-digest-", dir=os.environ.get("BENCH_DIR")))
+    try:
+        if args.model == "mobilenet":
+            _mobilenet(folder, args.gib, args.rounds)
+            return
+        onnx = folder / "logits.onnx"
+        onnx.write_bytes(b"benchmark stand-in")
+        config = BuildConfig(name="logits", onnx=onnx)
+        samples = (int(args.gib * (1 << 30)) // (4 * CLASSES)) // BATCH * BATCH
+        data = GoldenDataset.from_arrays({"idx": np.arange(samples)})
+        t0 = time.perf_counter()
+        GoldenCheck(GoldenSettings(golden_dir=folder / "golden", update=True, approve="benchmark")).check(
+            PoolEngine(config, (CLASSES,), noisy=False), dataset=data, batch_size=BATCH, classifier=True)
+        save = time.perf_counter() - t0
+        path = folder / "golden" / "logits.h5"
+        size = path.stat().st_size
+        engine = PoolEngine(config, (CLASSES,), noisy=True)
+        checks, slabs, bares, hashes = [], [], [], []
+        log = folder / "golden" / "APPROVALS.jsonl"
+        for _ in range(args.rounds):
+            checks.append(_check(folder, config, engine))
+            log.rename(log.with_suffix(".away"))
+            slabs.append(_check(folder, config, engine))
+            log.with_suffix(".away").rename(log)
+            with _Off():
+                bares.append(_check(folder, config, engine))
+            fileio._SHA256_MEMO.clear()  # noqa: SLF001
+            t0 = time.perf_counter()
+            integrity.check_file(path)
+            hashes.append(time.perf_counter() - t0)
+        check, slab, bare, sha = (statistics.median(x) for x in (checks, slabs, bares, hashes))
+        print(f"golden file {size / 2**30:.2f} GiB ({samples} samples x {CLASSES} logits), save {save:.1f} s, "
+              f"{args.rounds} rounds, medians, CPUs {os.cpu_count()}")
+        print(f"  check (file digest)                 {check:6.2f} s   {size / check / 1e9:5.2f} GB/s")
+        print(f"  check, slabs hashed (no log line)   {slab:6.2f} s   {size / slab / 1e9:5.2f} GB/s")
+        print(f"  bare check (no digests)             {bare:6.2f} s   {size / bare / 1e9:5.2f} GB/s")
+        print(f"  file sha256 alone                   {sha:6.2f} s   {size / sha / 1e9:5.2f} GB/s")
+        cost = (check - bare) / bare
+        print(f"  digests cost {cost * 100:+.1f} % of the bare check   target < 5 %   "
+              f"{'MET' if cost < 0.05 else 'NOT MET'}")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _mobilenet(folder: Path, gib: float, rounds: int) -> None:
+    from benchmarks.models import write
+    from pytest_trt.backends.onnxruntime import OrtBackend
+    from pytest_trt.config import Profile
+    from pytest_trt.engines.engine import Engine
+
+    batch = 32
+    onnx = write(folder / "mobilenet_v2_224.onnx")
+    shapes = ((1, 3, 224, 224), (batch, 3, 224, 224), (batch, 3, 224, 224))
+    config = BuildConfig(name="mnv2", onnx=onnx, profiles=(Profile(input=shapes),))
+    backend = OrtBackend()
+    engine = Engine(config, backend.build(config), backend)
+    samples = int(gib * (1 << 30)) // (3 * 224 * 224 * 4) // batch * batch
+    images = np.random.default_rng(0).random((samples, 3, 224, 224), dtype=np.float32)
+    data = GoldenDataset.from_arrays({"input": images})
+    del images
+    GoldenCheck(GoldenSettings(golden_dir=folder / "golden", update=True, approve="benchmark")).check(
+        engine, dataset=data, batch_size=batch, classifier=True)
+    del data
+    path = folder / "golden" / "mnv2.h5"
+    size = path.stat().st_size
+    checks, bares = [], []
+    for _ in range(rounds):
+        for timed, off in ((checks, False), (bares, True)):
+            fileio._SHA256_MEMO.clear()  # noqa: SLF001
+            check = GoldenCheck(GoldenSettings(golden_dir=folder / "golden"))
+            t0 = time.perf_counter()
+            if off:
+                with _Off():
+                    check.check(engine, batch_size=batch)
+            else:
+                check.check(engine, batch_size=batch)
+            timed.append(time.perf_counter() - t0)
+    fileio._SHA256_MEMO.clear()  # noqa: SLF001
+    t0 = time.perf_counter()
+    integrity.check_file(path)
+    sha = time.perf_counter() - t0
+    check_s, bare = statistics.median(checks), statistics.median(bares)
+    print(f"golden file {size / 2**30:.2f} GiB ({samples} images 3x224x224 through MobileNetV2 on ONNX Runtime), "
+          f"{rounds} rounds, medians, CPUs {os.cpu_count()}")
+    print(f"  check (file digest)      {check_s:7.2f} s")
+    print(f"  bare check (no digests)  {bare:7.2f} s")
+    print(f"  file sha256 alone        {sha:7.2f} s")
+    cost = (check_s - bare) / bare
+    print(f"  digests cost {cost * 100:+.1f} % of the bare check (file sha256 alone: {sha / bare * 100:.1f} %)   "
+          f"target < 5 %   {'MET' if cost < 0.05 else 'NOT MET'}")
+
+
+if __name__ == "__main__":
+    main()
