@@ -6,7 +6,9 @@ back through the MLflow client, never from the catalog that wrote it.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import http.server
 import importlib.util
 import json
 import os
@@ -292,3 +294,48 @@ def test_split_credentials(uri, redacted, user, password):
         scrubbed = t.scrub(f"API request to {uri}/api/2.0 failed ({password})")
         assert password not in scrubbed and uri.split("@")[0].split(":")[-1] not in scrubbed
         assert scrubbed == f"API request to {redacted}/api/2.0 failed (***)"
+
+
+class _EchoAuth(http.server.BaseHTTPRequestHandler):
+    """A server that answers every request with 400 and the request's basic-auth credentials in the body."""
+
+    def _answer(self) -> None:
+        auth = self.headers.get("Authorization", "")
+        body = base64.b64decode(auth.split(" ", 1)[1]).decode() if auth.startswith("Basic ") else "no credentials"
+        data = f"upstream refused the credentials {body}".encode()
+        self.send_response(400)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_server_error_quoting_the_credentials_is_scrubbed(tmp_path, ort_result, write, monkeypatch):
+    import threading
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _EchoAuth)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        uri = f"http://127.0.0.1:{server.server_address[1]}"
+        monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+        for name in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"):
+            monkeypatch.delenv(name, raising=False)
+        folder = tmp_path / "trt-bundles"
+        write(ort_result, folder)
+        db = str(folder / "catalog.sqlite")
+        assert main(["catalog", "add", str(folder), "--db", db]) == 0
+        for extra in ([], ["--json"]):
+            code, out = _run_main(["catalog", "push", "--db", db, "--uri", _with_credentials(uri), *extra])
+            assert code == 1
+            # the server did get the credentials (through MLflow's variables) and quoted them back
+            assert "upstream refused the credentials alice:***" in out, out
+            assert SECRET not in out
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -150,6 +150,41 @@ def test_another_user_queries_a_read_only_catalog(catalog, folder_mode):
         shutil.rmtree(shared, ignore_errors=True)
 
 
+READER_OWNS = "the reader owns the catalog file, in a folder it cannot write"
+CRASHED = "a crashed writer left its -wal and -shm, in a folder the reader cannot write"
+
+
+@pytest.mark.parametrize("case", [READER_OWNS, CRASHED])
+def test_a_catalog_in_a_folder_the_reader_cannot_write(catalog, tmp_path, case):
+    shared = unprivileged.world_dir()
+    folder = shared / "cat"
+    try:
+        folder.mkdir()
+        db = folder / "catalog.sqlite"
+        if case == CRASHED:  # rows only in the WAL: an immutable read would miss them
+            code = ("import os, sys\nfrom pytest_trt.catalog.store import Catalog\n"
+                    "c = Catalog(sys.argv[1])\nc.conn.execute('PRAGMA wal_autocheckpoint = 0')\n"
+                    "c.add_paths([sys.argv[2]])\nos._exit(0)\n")
+            subprocess.run([sys.executable, "-c", code, str(db), str(catalog["bundle"])], check=True, timeout=120)
+            assert db.with_name(db.name + "-wal").stat().st_size > 0
+            for p in folder.iterdir():
+                p.chmod(0o444)
+        else:
+            shutil.copyfile(catalog["db"], db)
+            if os.geteuid() == 0:
+                os.chown(db, unprivileged.NOBODY, unprivileged.NOBODY)
+            db.chmod(0o644)
+        before = sorted(p.name for p in folder.iterdir())
+        folder.chmod(0o555)
+        out = _as_other_user(shared, "catalog", "query", "--json", "--db", str(db))
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert [b["sha256"] for b in json.loads(out.stdout)["bundles"]] == [catalog["sha"]]
+        assert sorted(p.name for p in folder.iterdir()) == before
+    finally:
+        folder.chmod(0o755)
+        shutil.rmtree(shared, ignore_errors=True)
+
+
 @pytest.mark.parametrize("since", ["99999999999y", "9999y", "1" * 400 + "d", "0001-01-01T00:00:00+05:00"])
 @pytest.mark.parametrize("command", [["query"], ["history", "cbr"]])
 def test_since_out_of_range_is_a_usage_error(catalog, capsys, since, command):
