@@ -69,6 +69,17 @@ def _open(args: argparse.Namespace, *, create: bool = False, read_only: bool = F
     return Catalog(args.db, read_only=read_only)
 
 
+def row_count(text: str) -> int:
+    """An argparse type: a whole number of rows, 1 or more (SQLite's LIMIT takes up to 2**63 - 1)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 2**63 - 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of rows: give a whole number of 1 or more")
+    return value
+
+
 def sha_prefix(text: str) -> str:
     """An argparse type: a sha256 or a prefix of it, 4 to 64 hexadecimal digits."""
     if not re.fullmatch(r"[0-9a-fA-F]{4,64}", text):
@@ -276,7 +287,7 @@ def add_catalog_commands(groups: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--engine-sha256", metavar="SHA", type=sha_prefix, help="engine sha256 or a prefix of it")
     p.add_argument("--since", metavar="WHEN", help="created since a date (2026-03-01) or a duration ago (30d)")
     p.add_argument("--all", action="store_true", help="include superseded and pruned bundles")
-    p.add_argument("--limit", type=int, help="at most this many rows")
+    p.add_argument("--limit", type=row_count, help="at most this many rows")
     p.set_defaults(func=cmd_query)
     p = sub.add_parser("show", parents=parents, help="one bundle by bundle or engine sha256 (prefix)")
     p.add_argument("sha", metavar="SHA", type=sha_prefix)

@@ -228,3 +228,19 @@ def test_a_four_digit_prefix_shows_exactly_its_bundle(catalog, capsys):
     capsys.readouterr()
     assert main(["catalog", "show", catalog["sha"][:4].upper(), "--db", str(catalog["db"]), "--json"]) == 0
     assert [b["sha256"] for b in json.loads(capsys.readouterr().out)["bundles"]] == [catalog["sha"]]
+
+
+@pytest.mark.parametrize("limit", ["0", "-5", "9223372036854775808", "1.5", "x"])
+def test_a_limit_that_is_not_a_row_count_is_refused(catalog, capsys, limit):
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(["catalog", "query", "--db", str(catalog["db"]), f"--limit={limit}"])
+    assert exc.value.code == EXIT_USAGE
+    assert f"argument --limit: {limit!r} is not a number of rows: give a whole number of 1 or more" in \
+        capsys.readouterr().err
+
+
+def test_the_largest_limit_is_accepted(catalog, capsys):
+    capsys.readouterr()
+    assert main(["catalog", "query", "--db", str(catalog["db"]), f"--limit={2**63 - 1}", "--json"]) == 0
+    assert [b["sha256"] for b in json.loads(capsys.readouterr().out)["bundles"]] == [catalog["sha"]]
