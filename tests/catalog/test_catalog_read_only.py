@@ -78,6 +78,19 @@ def test_a_foreign_database_is_refused_and_left_untouched(tmp_path, capsys, comm
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 0
 
 
+def test_tables_without_a_schema_version_are_not_a_catalog(tmp_path, capsys):
+    db = tmp_path / "app.sqlite"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE bundles (id INTEGER)")  # a name the catalog uses too
+    conn.commit()
+    conn.close()
+    before = _sha(db)
+    capsys.readouterr()
+    assert main(["catalog", "add", str(tmp_path), "--db", str(db)]) == EXIT_FILE
+    assert "not a pytest-trt catalog (it holds bundles, schema version 0)" in capsys.readouterr().err
+    assert _sha(db) == before and _siblings(db) == []
+
+
 def test_query_writes_nothing_into_the_catalog(catalog, capsys):
     db = catalog["db"]
     before = _sha(db)
