@@ -155,33 +155,45 @@ def cmd_bundle_diff(args: argparse.Namespace) -> int:
     return EXIT_OK if diff.is_empty else EXIT_FAILED
 
 
-def cmd_log_parse(args: argparse.Namespace) -> int:
+def _read_log_input(log: Path, onnx_path: Path | None) -> Any:
+    """The record of a build log given to ``log parse`` or ``log diff``, or CommandInputError saying why there is none.
+
+    Refused: a folder, a missing file, what is not a text log (empty, binary, compressed, an archive), a log with
+    no TensorRT line, an unreadable or empty ONNX model.
+    """
     from pytest_trt.buildlog.sniff import check_log_file
-    from pytest_trt.buildlog.summary import read_log_record, record_summary, render_record_summary
+    from pytest_trt.buildlog.summary import read_log_record
     from pytest_trt.errors import TrtError
 
-    for p, what in ((args.log, "a build log"), (args.onnx, "an ONNX model")):
+    for p, what in ((log, "a build log"), (onnx_path, "an ONNX model")):
         if p is not None and p.is_dir():
             raise CommandInputError(f"{p}: is a directory, not {what}")
         if p is not None and not p.is_file():
             raise CommandInputError(f"{p}: no such file")
     onnx = None
     try:
-        check_log_file(args.log)
-        if args.onnx is not None:
+        check_log_file(log)
+        if onnx_path is not None:
             from pytest_trt.buildlog.names import OnnxIndex
 
-            onnx = OnnxIndex.load(args.onnx)
-        record = read_log_record(args.log, onnx=onnx)
+            onnx = OnnxIndex.load(onnx_path)
+        record = read_log_record(log, onnx=onnx)
     except TrtError as exc:
         raise CommandInputError(exc.message) from None
     except (OSError, ValueError) as exc:
-        raise CommandInputError(f"{args.log}: cannot be read as a TensorRT build log ({exc})") from None
+        raise CommandInputError(f"{log}: cannot be read as a TensorRT build log ({exc})") from None
     if _nothing_understood(record):
         raise CommandInputError(
-            f"{args.log}: not a TensorRT build log: none of its {record.total_lines} lines is TensorRT output "
+            f"{log}: not a TensorRT build log: none of its {record.total_lines} lines is TensorRT output "
             "(no layers, messages, fusions, layer counts or versions); give the VERBOSE log of a build"
         )
+    return record
+
+
+def cmd_log_parse(args: argparse.Namespace) -> int:
+    from pytest_trt.buildlog.summary import record_summary, render_record_summary
+
+    record = _read_log_input(args.log, args.onnx)
     summary = record_summary(record)
     if not summary["backend"]:
         summary.update(_backend_beside(args.log))
@@ -191,6 +203,13 @@ def cmd_log_parse(args: argparse.Namespace) -> int:
         lines.append(f"  ... {len(record.fusions) - 20} more fusions (use --json for all)")
     _emit(args, {"log": str(args.log), "summary": summary, "record": record.to_dict()}, lines)
     return EXIT_OK
+
+
+def _checked_log_diff(args: argparse.Namespace) -> int:
+    """``log diff``: both logs pass ``log parse``'s input checks before they are compared."""
+    for log in (args.old, args.new):
+        _read_log_input(log, args.onnx)
+    return upgrade_cli.cmd_log_diff(args)
 
 
 def _backend_beside(log: Any) -> dict[str, str]:
@@ -262,6 +281,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--onnx", type=Path, metavar="MODEL", help="the ONNX model, for exact node origins")
     p.set_defaults(func=cmd_log_parse)
     upgrade_cli.register_log_diff(log, common)
+    log.choices["diff"].set_defaults(func=_checked_log_diff)
     golden = groups.add_parser("golden", help="inspect golden files").add_subparsers(
         dest="command", required=True, metavar="{show}")
     p = golden.add_parser("show", parents=[common], help="datasets, snapshots, provenance and approvals")

@@ -50,6 +50,9 @@ MEMORY_POOLS = {
 _FLAG_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _COMPUTE_CAPABILITY = re.compile(r"^SM\d{2,3}$")
 SCHEMA_VERSION = 1
+#: longest config name and version: a bundle's file name holds both, with the backend, device and a temporary
+#: suffix, within the 255 bytes a file name may have
+MAX_NAME, MAX_VERSION = 100, 32
 
 
 @dataclass(frozen=True)
@@ -206,9 +209,15 @@ class BuildConfig:
                 f"BuildConfig.name {self.name!r} must be non-empty and use letters, digits, '_', '-', '.'",
                 field="name",
             )
+        if len(self.name) > MAX_NAME:
+            raise ConfigError(f"BuildConfig.name {self.name[:24]!r}... is {len(self.name)} characters long; give at "
+                              f"most {MAX_NAME} (file names hold it: bundles, goldens, cache folders)", field="name")
         set_(self, "version", str(self.version))
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.+\-]*", self.version):
             raise ConfigError(f"BuildConfig.version {self.version!r} must look like '1.2.3'", field="version")
+        if len(self.version) > MAX_VERSION:
+            raise ConfigError(f"BuildConfig {self.name!r}: version {self.version[:24]!r}... is {len(self.version)} "
+                              f"characters long; give at most {MAX_VERSION}", field="version")
         onnx = Path(self.onnx)
         if not onnx.is_file():
             raise ConfigError(
@@ -371,6 +380,11 @@ class BuildConfig:
             raise ConfigError(f"config file {str(path)!r} does not exist", field="name") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {str(path)!r} is not valid TOML: {exc}", field="name") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"config file {str(path)!r} is not TOML: not UTF-8 text ({exc.reason} at byte "
+                              f"{exc.start}); give the pins file itself", field="name") from None
+        except OSError as exc:
+            raise ConfigError(f"config file {str(path)!r} cannot be read ({exc.strerror})", field="name") from None
         tables = doc.get("configs", doc)
         if name not in tables or not isinstance(tables[name], Mapping):
             available = sorted(k for k, v in tables.items() if isinstance(v, Mapping))

@@ -38,7 +38,7 @@ from pytest_trt.audit.profiles import normalized_effective
 from pytest_trt.audit.sign import SIGNATURE, sign_manifest
 from pytest_trt.backends import registry
 from pytest_trt.common.background import Future, on_thread
-from pytest_trt.common.fileio import write_atomic
+from pytest_trt.common.fileio import remove_dead_temporaries, write_atomic
 
 if TYPE_CHECKING:
     from pytest_trt.artifact import BuildMembers, BuildResult
@@ -305,6 +305,7 @@ def write_bundle(
         fh.flush()
         gathered.write_buffers(fh.fileno(), out.chunks)
 
+    remove_dead_temporaries(path)  # what writers of this bundle killed before their rename left
     # replacing a 0444 bundle is allowed: os.replace needs write permission on the folder, not the file
     try:
         write_atomic(path, writer, mode=BUNDLE_FILE_MODE)

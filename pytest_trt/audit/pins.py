@@ -69,6 +69,9 @@ class Pins:
             raise PinsError(f"cannot read pins file {str(path)!r}: {exc.strerror or exc}") from None
         except tomllib.TOMLDecodeError as exc:
             raise PinsError(f"{path}: not valid TOML ({exc})") from None
+        except UnicodeDecodeError as exc:
+            raise PinsError(f"{path}: not TOML: not UTF-8 text ({exc.reason} at byte {exc.start}); give the pins "
+                            "file itself") from None
         unknown = set(data) - set(_FIELDS) - {"policy", "packages"}
         if unknown:
             raise PinsError(

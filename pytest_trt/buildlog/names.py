@@ -168,12 +168,17 @@ class OnnxIndex:
 
             from ..errors import LogParseError
 
+            path = model
             try:
-                model = onnx.load(str(model), load_external_data=False)
+                model = onnx.load(str(path), load_external_data=False)
             except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError, OSError, onnx's own errors
                 raise LogParseError(
-                    f"{model}: not a readable ONNX model ({type(exc).__name__}: {exc}); give the .onnx file the "
-                    "engine was built from", path=str(model)) from None
+                    f"{path}: not a readable ONNX model ({type(exc).__name__}: {exc}); give the .onnx file the "
+                    "engine was built from", path=str(path)) from None
+            if not model.graph.node:  # an empty file parses as an empty model
+                raise LogParseError(
+                    f"{path}: not a readable ONNX model (its graph holds no nodes); give the .onnx file the engine "
+                    "was built from", path=str(path))
         graph = getattr(model, "graph", model)
         return cls(node.name for node in graph.node)
 

@@ -15,6 +15,19 @@ from typing import Any
 EXIT_OK, EXIT_DIFFERENT, EXIT_FILE = 0, 1, 3
 
 
+def tolerance(text: str) -> float:
+    """An argparse type: a finite number >= 0."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a tolerance: give a number of 0 or more (e.g. 0.01)")
+    return value
+
+
 def add_calib_commands(groups: Any, common: argparse.ArgumentParser) -> None:
     """Add the ``calib`` group to the CLI's subparsers."""
     calib = groups.add_parser("calib", help="show and compare TensorRT calibration caches").add_subparsers(
@@ -26,7 +39,7 @@ def add_calib_commands(groups: Any, common: argparse.ArgumentParser) -> None:
                          "algorithm and version changes (exit 1 when anything differs)")
     p.add_argument("old", type=Path, metavar="OLD")
     p.add_argument("new", type=Path, metavar="NEW")
-    p.add_argument("--rtol", type=float, default=0.0, help="ignore scale ratios within 1 +- RTOL (default 0)")
+    p.add_argument("--rtol", type=tolerance, default=0.0, help="ignore scale ratios within 1 +- RTOL (default 0)")
     p.set_defaults(func=cmd_calib_diff)
 
 

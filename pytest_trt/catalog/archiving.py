@@ -36,8 +36,13 @@ def retry_command(settings: ArchiveSettings) -> str:
     if settings.invocation_dir is not None:
         rel = os.path.relpath(settings.db, settings.invocation_dir)
         db = rel if not rel.startswith("..") else db
+    from pytest_trt.catalog.credentials import PASSWORD_ENV, USERNAME_ENV, split_credentials
+
     reg = " --register" if settings.register else ""
-    return f"pytest-trt catalog push --db {shlex.quote(db)} --uri {shlex.quote(str(settings.mlflow_uri))}{reg}"
+    uri = split_credentials(str(settings.mlflow_uri))
+    auth = (f" (with the URI's credentials in {USERNAME_ENV} and {PASSWORD_ENV})"
+            if uri.username is not None or uri.password is not None else "")
+    return f"pytest-trt catalog push --db {shlex.quote(db)} --uri {shlex.quote(uri.redacted)}{reg}{auth}"
 
 
 def archive_bundles(paths: Sequence[Path], settings: ArchiveSettings) -> ArchiveOutcome:
@@ -58,7 +63,9 @@ def archive_bundles(paths: Sequence[Path], settings: ArchiveSettings) -> Archive
             if settings.mlflow_uri:
                 shas = {r.sha256 for r in results if r.sha256 is not None}
                 pushed, failed = _push(catalog, shas, settings)
-                lines.append(f"mlflow {settings.mlflow_uri}: {pushed} bundle(s) pushed")
+                from pytest_trt.catalog.credentials import redact
+
+                lines.append(f"mlflow {redact(settings.mlflow_uri)}: {pushed} bundle(s) pushed")
                 if failed:
                     warnings.append(f"mlflow push failed for {len(failed)} bundle(s) ({failed[0]}); the bundles are "
                                     f"kept on disk and in the catalog; retry with: {retry_command(settings)}")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -57,14 +58,34 @@ def _guard(func: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Name
     return run
 
 
-def _open(args: argparse.Namespace, *, create: bool = False) -> Any:
+def _open(args: argparse.Namespace, *, create: bool = False, read_only: bool = False) -> Any:
+    """The catalog of ``--db``; ``read_only`` for the commands that only read (nothing is written to the file)."""
     from pytest_trt.catalog.store import Catalog
     from pytest_trt.errors import CatalogError
 
     if not create and not args.db.is_file():
         raise CatalogError(f"{args.db}: no catalog here; index bundles first with "
                            f"'pytest-trt catalog add trt-bundles --db {args.db}'", path=str(args.db))
-    return Catalog(args.db)
+    return Catalog(args.db, read_only=read_only)
+
+
+def row_count(text: str) -> int:
+    """An argparse type: a whole number of rows, 1 or more (SQLite's LIMIT takes up to 2**63 - 1)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 2**63 - 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of rows: give a whole number of 1 or more")
+    return value
+
+
+def sha_prefix(text: str) -> str:
+    """An argparse type: a sha256 or a prefix of it, 4 to 64 hexadecimal digits."""
+    if not re.fullmatch(r"[0-9a-fA-F]{4,64}", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a sha256 prefix: give 4 to 64 hexadecimal digits "
+                                         "(e.g. the first 16 of sha256sum's output)")
+    return text.lower()
 
 
 @_guard
@@ -116,7 +137,7 @@ def cmd_query(args: argparse.Namespace) -> int:
     from pytest_trt.catalog.render import table
 
     filters = _filters(args)
-    with _open(args) as catalog:
+    with _open(args, read_only=True) as catalog:
         rows = query(catalog, filters)
     if args.json:
         _print_json({"db": str(args.db), "bundles": jsonable(rows)})
@@ -133,7 +154,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     from pytest_trt.catalog.query import jsonable
     from pytest_trt.catalog.render import show_lines
 
-    with _open(args) as catalog:
+    with _open(args, read_only=True) as catalog:
         rows = catalog.find(args.sha)
         details = [catalog.details(r["sha256"]) for r in rows]
     if args.json:
@@ -156,7 +177,7 @@ def cmd_history(args: argparse.Namespace) -> int:
         since = parse_since(args.since) if args.since else None
     except ValueError as exc:
         raise CommandUsageError(str(exc)) from None
-    with _open(args) as catalog:
+    with _open(args, read_only=True) as catalog:
         rows = history(catalog, args.config, include_all=args.all, since=since)
     if args.json:
         _print_json({"db": str(args.db), "config": args.config, "bundles": jsonable(rows)})
@@ -170,8 +191,11 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 @_guard
 def cmd_push(args: argparse.Namespace) -> int:
+    from pytest_trt.catalog.credentials import redact
     from pytest_trt.catalog.mlflow_push import push_row, unpushed
     from pytest_trt.errors import MlflowUnavailable
+
+    shown = redact(args.uri)  # never printed with its user:password
 
     with _open(args) as catalog:
         if args.sha:
@@ -187,7 +211,7 @@ def cmd_push(args: argparse.Namespace) -> int:
             raise CommandUsageError(str(exc)) from None
     failed = [o for o in outcomes if not o.ok]
     if args.json:
-        _print_json({"uri": args.uri, "results": [vars(o) for o in outcomes]})
+        _print_json({"uri": shown, "results": [vars(o) for o in outcomes]})
     else:
         for o in outcomes:
             if o.ok:
@@ -195,7 +219,7 @@ def cmd_push(args: argparse.Namespace) -> int:
                 print(f"PUSHED  {o.path}  run {o.run_id} (experiment {o.experiment}){reg}")
             else:
                 print(f"FAILED  {o.path}: {o.error}")
-        print(f"{args.uri}: {len(outcomes) - len(failed)} pushed, {len(failed)} failed"
+        print(f"{shown}: {len(outcomes) - len(failed)} pushed, {len(failed)} failed"
               + ("; run this command again when the server is reachable" if failed else ""))
     return EXIT_FAILED if failed else EXIT_OK
 
@@ -260,13 +284,13 @@ def add_catalog_commands(groups: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--device", help="text in the device name, any case (A100, H200, cpu)")
     p.add_argument("--calibration", metavar="ALGORITHM", help="INT8 calibration algorithm (minmax, entropy2, ...)")
     p.add_argument("--verdict", help="a golden verdict of the bundle (pass, regression, updated, tainted, ...)")
-    p.add_argument("--engine-sha256", metavar="SHA", help="engine sha256 or a prefix of it")
+    p.add_argument("--engine-sha256", metavar="SHA", type=sha_prefix, help="engine sha256 or a prefix of it")
     p.add_argument("--since", metavar="WHEN", help="created since a date (2026-03-01) or a duration ago (30d)")
     p.add_argument("--all", action="store_true", help="include superseded and pruned bundles")
-    p.add_argument("--limit", type=int, help="at most this many rows")
+    p.add_argument("--limit", type=row_count, help="at most this many rows")
     p.set_defaults(func=cmd_query)
     p = sub.add_parser("show", parents=parents, help="one bundle by bundle or engine sha256 (prefix)")
-    p.add_argument("sha", metavar="SHA")
+    p.add_argument("sha", metavar="SHA", type=sha_prefix)
     p.set_defaults(func=cmd_show)
     p = sub.add_parser("history", parents=parents, help="versions, approvals and verdicts of a config over time")
     p.add_argument("config", metavar="CONFIG")
@@ -274,7 +298,7 @@ def add_catalog_commands(groups: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--all", action="store_true", help="include superseded and pruned bundles")
     p.set_defaults(func=cmd_history)
     p = sub.add_parser("push", parents=parents, help="log bundles to MLflow (default: those not pushed yet)")
-    p.add_argument("sha", nargs="*", metavar="SHA", help="only these bundles (sha256 prefixes)")
+    p.add_argument("sha", nargs="*", metavar="SHA", type=sha_prefix, help="only these bundles (sha256 prefixes)")
     # the settings of the plugin's --trt-mlflow-uri and --trt-mlflow-register, under the command's own names
     opt.add_argument(p, opt.MLFLOW_URI_OPT, "--uri", required=True, help="MLflow tracking URI (http://host:5000)")
     opt.add_argument(p, opt.MLFLOW_REGISTER_OPT, "--register", help="also register each engine as a model version")

@@ -15,6 +15,7 @@ higher version) is refused rather than misread.
 
 from __future__ import annotations
 
+import os
 import random
 import sqlite3
 import time
@@ -159,15 +160,85 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
             conn.execute(f"PRAGMA user_version = {number}")
 
 
-def connect(path: Path, *, migrate: bool = True) -> sqlite3.Connection:
-    """Open (creating and migrating) the catalog at ``path``; raises :class:`CatalogError` for unusable files."""
+#: the tables of a catalog at SCHEMA_VERSION (SQLite's own ``sqlite_*`` tables aside)
+CATALOG_TABLES = frozenset({"bundles", "verdicts", "approvals", "pushes", "registrations"})
+
+
+def _tables(conn: sqlite3.Connection) -> set[str]:
+    return {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            if not str(r[0]).startswith("sqlite_")}
+
+
+def check_catalog(conn: sqlite3.Connection, path: Path, *, read_only: bool) -> None:
+    """Refuse another application's database, and (``read_only``) one this version cannot read as it is.
+
+    A writer may migrate an older catalog; a reader only reads one at :data:`SCHEMA_VERSION`.
+    """
+    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    tables = _tables(conn)
+    if version > SCHEMA_VERSION:
+        raise CatalogError(f"{path}: catalog schema version {version} is newer than this pytest-trt reads "
+                           f"({SCHEMA_VERSION}); upgrade pytest-trt to use it", path=str(path))
+    # version 0 with tables: another application's (a catalog gets its tables and version in one transaction)
+    expected = {t for t in CATALOG_TABLES if version >= 2 or t not in ("pushes", "registrations")}
+    if (tables and version == 0) or tables - CATALOG_TABLES or (version and not expected <= tables):
+        held = ", ".join(sorted(tables)) or "no tables"
+        raise CatalogError(f"{path}: not a pytest-trt catalog (it holds {held}, schema version {version}); "
+                           "nothing was written to it: give another --db path", path=str(path))
+    if read_only and version < SCHEMA_VERSION:
+        what = "empty" if version == 0 else f"at schema version {version} (this pytest-trt reads {SCHEMA_VERSION})"
+        raise CatalogError(f"{path}: the catalog is {what}; index bundles or migrate it with "
+                           f"'pytest-trt catalog add trt-bundles --db {path}' (needs write access)", path=str(path))
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """``mode=ro``, or ``immutable=1`` where that would create files another user owns or SQLite cannot share.
+
+    A WAL reader needs the ``-shm`` index: ``mode=ro`` creates it (and ``-wal``) in a writable folder, owned by
+    the reader.  For a catalog this user cannot write, without those files, it is read ``immutable`` instead:
+    nothing is created, and with no ``-wal`` the main file holds every committed row.
+    """
+    base = path.resolve().as_uri()
+    shared_index = path.with_name(path.name + "-shm").exists()
+    queries = ("?mode=ro", "?mode=ro&immutable=1") if os.access(path, os.W_OK) or shared_index else \
+        ("?mode=ro&immutable=1",)
+    last: sqlite3.OperationalError | None = None
+    for query in queries:
+        conn = sqlite3.connect(base + query, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None,
+                               check_same_thread=False)
+        try:
+            conn.row_factory = sqlite3.Row
+            check_catalog(conn, path, read_only=True)
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            text = str(exc).lower()
+            if _busy(exc) or not ("unable to open" in text or "readonly" in text or "read-only" in text):
+                raise
+            last = exc
+            continue
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+    assert last is not None
+    raise last
+
+
+def connect(path: Path, *, migrate: bool = True, read_only: bool = False) -> sqlite3.Connection:
+    """Open (creating and migrating) the catalog at ``path``; raises :class:`CatalogError` for unusable files.
+
+    ``read_only`` opens an existing catalog without writing anything: no WAL switch, no migration, no
+    ``-wal``/``-shm`` files where the folder is not writable (another user's catalog, a read-only mount).
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
 
     def open_it() -> sqlite3.Connection:
+        if read_only:
+            return _connect_read_only(path)
         conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
         try:
             conn.row_factory = sqlite3.Row
+            check_catalog(conn, path, read_only=False)  # before anything is written to it
             conn.execute("PRAGMA foreign_keys = ON")
             if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                 conn.execute("PRAGMA journal_mode = WAL")
@@ -180,10 +251,24 @@ def connect(path: Path, *, migrate: bool = True) -> sqlite3.Connection:
         return conn
 
     try:
+        if not read_only:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.exists() and not os.access(path, os.W_OK):
+                raise sqlite3.OperationalError("attempt to write a readonly database")
         return with_retries(open_it)
+    except OSError as exc:
+        raise CatalogError(f"{path}: cannot create the catalog's folder ({exc.strerror}); give another --db path",
+                           path=str(path)) from None
     except sqlite3.DatabaseError as exc:
         if isinstance(exc, sqlite3.OperationalError) and _busy(exc):
             raise CatalogError(f"{path}: catalog stayed locked by another writer ({exc}); try again",
+                               path=str(path)) from None
+        if read_only:
+            raise CatalogError(f"{path}: cannot read the catalog ({exc}); check that this user may read the file "
+                               "and its folder", path=str(path)) from None
+        if "readonly" in str(exc).lower() or "read-only" in str(exc).lower():
+            raise CatalogError(f"{path}: the catalog is read-only for this user ({exc}); this command writes to "
+                               "it: run it where the catalog is writable, or give another --db path",
                                path=str(path)) from None
         raise CatalogError(f"{path}: not a usable catalog database ({exc}); give another --db path",
                            path=str(path)) from None

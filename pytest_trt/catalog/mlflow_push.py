@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_trt.catalog.credentials import TrackingUri, redact, split_credentials
 from pytest_trt.catalog.fields import iso_utc
 from pytest_trt.catalog.store import Catalog
 from pytest_trt.errors import MlflowUnavailable
@@ -63,10 +64,14 @@ def _mlflow() -> Any:
 
 
 @contextmanager
-def _http_defaults() -> Iterator[None]:
-    added = [k for k in HTTP_DEFAULTS if k not in os.environ]
+def _http_defaults(uri: TrackingUri | None = None) -> Iterator[None]:
+    """Bounded network patience and the URI's credentials, for this call only; the user's environment wins."""
+    wanted = dict(HTTP_DEFAULTS)
+    if uri is not None:
+        wanted.update(uri.env())
+    added = [k for k in wanted if k not in os.environ]
     for k in added:
-        os.environ[k] = HTTP_DEFAULTS[k]
+        os.environ[k] = wanted[k]
     try:
         yield
     finally:
@@ -161,25 +166,29 @@ def push_row(catalog: Catalog, row: Mapping[str, Any], *, uri: str, register: bo
     if not Path(row["path"]).is_file():
         return PushOutcome(row["sha256"], row["path"], False, error=f"{row['path']}: bundle file is missing")
     name = str(row["config_name"] or "unnamed")
+    tracking = split_credentials(uri)
     try:
-        with _http_defaults():
-            client = MlflowClient(tracking_uri=uri, registry_uri=uri)
+        # the client sees the URI without credentials (mlflow prints it: "View run at ..."); they go by env
+        with _http_defaults(tracking):
+            client = MlflowClient(tracking_uri=tracking.redacted, registry_uri=tracking.redacted)
             experiment_id = _experiment(client, name)
             run_id = _run(client, experiment_id, row, details)
             version = _register(client, name, run_id, row, details) if register else None
     except Exception as exc:  # noqa: BLE001 - network, HTTP and server errors all end up here
-        text = " ".join(str(exc).split())[:300]
+        text = tracking.scrub(" ".join(str(exc).split()))[:300]
         return PushOutcome(row["sha256"], row["path"], False, error=f"{type(exc).__name__}: {text}")
     now = iso_utc(time.time())
-    catalog.record_push(row["sha256"], uri=uri, experiment=name, run_id=run_id, when=now)
+    catalog.record_push(row["sha256"], uri=tracking.redacted, experiment=name, run_id=run_id, when=now)
     if version is not None:
-        catalog.record_registration(row["sha256"], uri=uri, model_name=name, model_version=version, when=now)
+        catalog.record_registration(row["sha256"], uri=tracking.redacted, model_name=name, model_version=version,
+                                    when=now)
     return PushOutcome(row["sha256"], row["path"], True, run_id, name, version)
 
 
 def unpushed(catalog: Catalog, uri: str, *, register: bool) -> list[dict[str, Any]]:
     """Current bundles not yet pushed to ``uri`` (or, with ``register``, not yet registered there)."""
     table = "registrations" if register else "pushes"
+    uri = redact(uri)  # the key the pushes are recorded under
     return catalog.rows(f"SELECT * FROM bundles b WHERE b.pruned IS NULL AND b.superseded_by IS NULL AND NOT EXISTS "
                         f"(SELECT 1 FROM {table} p WHERE p.bundle_sha256 = b.sha256 AND p.uri = ?) "
                         "ORDER BY b.created, b.sha256", (uri,))

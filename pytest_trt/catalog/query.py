@@ -22,6 +22,8 @@ from pytest_trt.catalog.store import Catalog
 VERDICT_ALIASES = {"regression": ("fail", "regression"), "fail": ("fail", "regression")}
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdwy])$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400, "y": 365 * 86400}
+#: the longest duration accepted: bundles are younger than the year 1 by far, and datetime stops there
+MAX_DURATION_S = 2000 * _UNIT_S["y"]
 
 
 def parse_duration(text: str) -> timedelta:
@@ -29,7 +31,11 @@ def parse_duration(text: str) -> timedelta:
     m = _DURATION.match(text.strip().lower())
     if m is None:
         raise ValueError(f"duration {text!r} is not a number followed by s, m, h, d, w or y (e.g. 90d, 7y)")
-    return timedelta(seconds=float(m.group(1)) * _UNIT_S[m.group(2)])
+    seconds = float(m.group(1)) * _UNIT_S[m.group(2)]
+    if seconds > MAX_DURATION_S:
+        raise ValueError(f"duration {text!r} is longer than {MAX_DURATION_S // _UNIT_S['y']} years; give a shorter one "
+                         "(e.g. 90d, 7y)")
+    return timedelta(seconds=seconds)
 
 
 def parse_since(text: str, *, now: datetime | None = None) -> str:
@@ -37,14 +43,19 @@ def parse_since(text: str, *, now: datetime | None = None) -> str:
     now = now or datetime.now(timezone.utc)
     try:
         when = now - parse_duration(text)
-    except ValueError:
+    except ValueError as exc:
+        if _DURATION.match(text.strip().lower()):
+            raise ValueError(f"--since: {exc}") from None
         try:
             when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
         except ValueError:
             raise ValueError(f"--since {text!r} is neither a date (2026-03-01) nor a duration (30d)") from None
         if when.tzinfo is None:
             when = when.replace(tzinfo=timezone.utc)
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (OverflowError, ValueError):
+        raise ValueError(f"--since {text!r} is out of the range of dates") from None
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_trt.catalog.credentials import redact
+
 QUERY_COLUMNS = (
     ("created", "created"),
     ("config", "config"),
@@ -79,9 +81,9 @@ def show_lines(row: dict[str, Any], details: dict[str, list[dict[str, Any]]]) ->
                      f"{' by ' + a['approver'] if a.get('approver') else ''}"
                      f"{': ' + a['reason'] if a.get('reason') else ''}")
     for p in details.get("pushes", []):
-        lines.append(f"mlflow run: {p['run_id']} in experiment {p['experiment']} at {p['uri']} ({p['time']})")
+        lines.append(f"mlflow run: {p['run_id']} in experiment {p['experiment']} at {redact(p['uri'])} ({p['time']})")
     for r in details.get("registrations", []):
-        lines.append(f"registered model: {r['model_name']} version {r['model_version']} at {r['uri']}")
+        lines.append(f"registered model: {r['model_name']} version {r['model_version']} at {redact(r['uri'])}")
     return lines
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from pytest_trt.catalog.credentials import redact
 from pytest_trt.catalog.database import connect, with_retries, write_transaction
 from pytest_trt.catalog.fields import CatalogEntry, entry_from_bundle, iso_utc
 
@@ -42,10 +43,17 @@ def bundle_paths(paths: Iterable[Path]) -> Iterator[Path]:
     """Each given file, and every ``*.tar.gz`` under each given folder (sorted)."""
     for p in paths:
         p = Path(p)
-        if p.is_dir():
+        if _is_dir(p):
             yield from sorted(q for q in p.rglob(BUNDLE_GLOB) if q.is_file())
         else:
-            yield p
+            yield p  # a file, or a path this user cannot look at: verify_entry says why
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # Python 3.11 raises PermissionError where a parent folder cannot be searched
+        return False
 
 
 def verify_entry(path: Path, *, public_key: Path | None = None) -> CatalogEntry | AddResult:
@@ -93,9 +101,11 @@ def with_approval_records(entry: CatalogEntry) -> CatalogEntry:
 class Catalog:
     """One open catalog database (a context manager)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
+        """``read_only``: for queries; nothing is written (see :func:`~pytest_trt.catalog.database.connect`)."""
         self.path = Path(path)
-        self.conn = connect(self.path)
+        self.read_only = read_only
+        self.conn = connect(self.path, read_only=read_only)
 
     def __enter__(self) -> Catalog:
         return self
@@ -188,8 +198,10 @@ class Catalog:
         return [dict(r) for r in with_retries(lambda: self.conn.execute(sql, params).fetchall())]
 
     def find(self, sha_prefix: str) -> list[dict[str, Any]]:
-        """Bundles whose bundle sha256 or engine sha256 starts with ``sha_prefix``."""
+        """Bundles whose bundle sha256 or engine sha256 starts with ``sha_prefix`` (hex, at least one digit)."""
         prefix = sha_prefix.lower()
+        if not prefix or prefix.strip("0123456789abcdef"):
+            raise ValueError(f"{sha_prefix!r} is not a sha256 prefix (hexadecimal digits)")
         return self.rows("SELECT * FROM bundles WHERE substr(sha256, 1, :n) = :p OR substr(engine_sha256, 1, :n) = :p "
                          "ORDER BY created, sha256", {"n": len(prefix), "p": prefix})
 
@@ -203,7 +215,8 @@ class Catalog:
                 "GROUP BY t.test, " + ("t.verdict, t.golden, t.generation, t.metrics" if table == "verdicts" else
                                        "t.golden, t.generation") + " ORDER BY min(o.created), t.test", {"sha": sha256})
         for table in ("pushes", "registrations"):
-            out[table] = self.rows(f"SELECT * FROM {table} WHERE bundle_sha256 = ?", (sha256,))
+            out[table] = [{**r, "uri": redact(r["uri"])}  # a catalog written before URIs were stored redacted
+                          for r in self.rows(f"SELECT * FROM {table} WHERE bundle_sha256 = ?", (sha256,))]
         for v in out["verdicts"]:
             v["metrics"] = json.loads(v["metrics"])
         return out

@@ -7,6 +7,7 @@ into place, which is atomic within one folder on POSIX and Windows.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import io
 import json
@@ -37,7 +38,8 @@ def write_atomic(path: Path, writer: Callable[[io.BufferedWriter], None], *, mod
     power cut may leave them torn or undo the rename).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # the writer's pid in the name: remove_dead_temporaries finds what a killed writer left
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             writer(fh)
@@ -54,6 +56,22 @@ def write_atomic(path: Path, writer: Callable[[io.BufferedWriter], None], *, mod
         raise
     if fsync:
         fsync_path(path.parent)  # the rename itself reaches the disk
+
+
+def remove_dead_temporaries(path: Path) -> list[Path]:
+    """Delete ``.<name>.<pid>.<rand>.tmp`` files of :func:`write_atomic` whose writer process is gone; return them.
+
+    A writer killed before its rename leaves its temporary file behind; the pid in the name tells whether it is
+    still writing (run it on the host of the writers, best under ``path``'s lock).
+    """
+    removed = []
+    head = f".{path.name}."
+    for tmp in path.parent.glob(f"{glob.escape(head)}*.tmp"):
+        pid = tmp.name[len(head):-len(".tmp")].split(".")[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+    return removed
 
 
 def write_bytes_atomic(path: Path, data: bytes, *, mode: int = 0o644, fsync: bool = True) -> None:

@@ -9,6 +9,8 @@ from typing import Any
 from pytest_trt.errors import ConfigError
 
 Shape = tuple[int, ...]
+#: the largest dimension a profile shape may have (TensorRT before 10 holds dimensions as 32-bit ints)
+MAX_DIM = 2**31 - 1
 
 
 def _shape(value: Any, where: str) -> Shape:
@@ -18,6 +20,9 @@ def _shape(value: Any, where: str) -> Shape:
     for d in dims:
         if isinstance(d, bool) or not isinstance(d, int) or d < 0:
             raise ConfigError(f"{where}: every dimension must be a non-negative int, got {value!r}", field="profiles")
+        if d > MAX_DIM:
+            raise ConfigError(f"{where}: dimension {d} in {value!r} is larger than {MAX_DIM} (2**31 - 1), more than "
+                              "any engine input holds", field="profiles")
     return dims
 
 

@@ -95,8 +95,11 @@ class EngineCache:
         """The cached result for ``key``; None on a miss. Raises CacheCorrupt on a bad entry."""
         folder = self.entry_dir(key)
         entry_path = folder / ENTRY_FILE
-        if not folder.exists():
-            return None
+        try:
+            if not folder.exists():
+                return None
+        except PermissionError as exc:
+            raise self._unreadable(folder, exc) from None
         try:
             entry = json.loads(entry_path.read_text(encoding="utf-8"))
             if entry.get("key") != key:
@@ -107,10 +110,21 @@ class EngineCache:
             # every file read once and checked from memory; the engine (14.7 MB for a MobileNetV2) hashed
             # once, on a thread while the log is rebuilt, and the digest kept with the result
             return BuildResult.read(folder, digests=files)
+        except PermissionError as exc:
+            raise self._unreadable(folder, exc) from None
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise CacheCorrupt(
                 f"engine cache entry {folder} is corrupt ({exc}); it will be rebuilt", path=folder
             ) from None
+
+    def _unreadable(self, folder: Path, exc: PermissionError) -> FolderUnusable:
+        """A shared cache written under a private umask (077): its entries exist but this user cannot read them."""
+        return FolderUnusable(
+            f"engine cache entry {folder} is not readable by this user ({exc.strerror}: {exc.filename}); the cache "
+            f"was written by another user with a private umask: make it readable with 'chmod -R a+rX {self.root}' "
+            "(and build it under 'umask 022'), or point --trt-cache-dir / trt_cache_dir at a cache of your own",
+            path=self.root,
+        )
 
     def discard(self, key: str) -> Path | None:
         """Move a corrupt entry aside so it is never used again; return where it went.

@@ -6,8 +6,11 @@ back through the MLflow client, never from the catalog that wrote it.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import http.server
 import importlib.util
+import json
 import os
 import signal
 import socket
@@ -162,3 +165,177 @@ def test_server_down_is_reported_and_catalog_push_recovers(pytester, models, mlf
     run = client.get_run(mv.run_id)
     local = client.download_artifacts(run.info.run_id, f"bundle/{bundle.name}", str(tmp_path / "dl"))
     assert Path(local).read_bytes() == bundle.read_bytes()
+
+
+# -- credentials in the tracking URI --------------------------------------------------------------------------
+
+SECRET = "pw-7f3a"
+
+
+def _with_credentials(uri: str) -> str:
+    return uri.replace("http://", f"http://alice:{SECRET}@", 1)
+
+
+def _no_secret(where: str, data: bytes | str) -> None:
+    raw = data.encode() if isinstance(data, str) else data
+    assert SECRET.encode() not in raw, f"the password appears in {where}"
+    assert b"alice:" not in raw, f"the URI's user:password appears in {where}"
+
+
+def _catalog_files(db: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in db.parent.glob(db.name + "*")}
+
+
+def test_credentials_in_the_uri_are_never_stored_or_printed(pytester, models, mlflow_server, monkeypatch):
+    pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (pip install 'pytest-trt[ort]')")
+    import mlflow
+
+    pytester.makepyfile(test_model=SUITE.format(onnx=str(models["conv_bn_relu"])))
+    secret_uri = _with_credentials(mlflow_server)
+    for name in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trt-engine-build", "--trt-backend",
+                                           "onnxruntime", f"--trt-mlflow-uri={secret_uri}", "--trt-mlflow-register")
+    assert result.ret == 0
+    _no_secret("the pytest session's output", "\n".join(result.outlines + result.errlines))
+    result.stdout.fnmatch_lines([f"mlflow {mlflow_server}: 1 bundle(s) pushed"])
+    assert "View run" in "\n".join(result.outlines + result.errlines)  # mlflow's own lines, with the plain URI
+    db = pytester.path / "trt-bundles" / "catalog.sqlite"
+    [bundle] = (pytester.path / "trt-bundles").glob("*.tar.gz")
+    sha = hashlib.sha256(bundle.read_bytes()).hexdigest()
+
+    # the catalog keeps the URI without credentials as the push key
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT uri FROM pushes").fetchall() == [(mlflow_server,)]
+    assert conn.execute("SELECT uri FROM registrations").fetchall() == [(mlflow_server,)]
+    conn.close()
+
+    # the same credentials reach the client through MLflow's variables, for the call only
+    seen: list[tuple[str, str | None, str | None]] = []
+    real_init = mlflow.MlflowClient.__init__
+
+    def spy(self: Any, tracking_uri: str | None = None, registry_uri: str | None = None) -> None:
+        seen.append((str(tracking_uri), os.environ.get("MLFLOW_TRACKING_USERNAME"),
+                     os.environ.get("MLFLOW_TRACKING_PASSWORD")))
+        real_init(self, tracking_uri=tracking_uri, registry_uri=registry_uri)
+
+    monkeypatch.setattr(mlflow.MlflowClient, "__init__", spy)
+    outputs = []
+    for args in (["catalog", "push", sha[:12], "--register"], ["catalog", "push", "--register", "--json"],
+                 ["catalog", "push", sha[:12], "--json"]):
+        proc_out = _run_main([*args, "--db", str(db), "--uri", secret_uri])
+        assert proc_out[0] == 0, proc_out
+        outputs.append(proc_out[1])
+    assert seen and all(s == (mlflow_server, "alice", SECRET) for s in seen), seen
+    assert "MLFLOW_TRACKING_USERNAME" not in os.environ and "MLFLOW_TRACKING_PASSWORD" not in os.environ
+    assert f"{mlflow_server}: 1 pushed, 0 failed" in outputs[0]
+    assert json.loads(outputs[2])["uri"] == mlflow_server
+    for args in (["catalog", "show", sha[:16]], ["catalog", "show", sha[:16], "--json"],
+                 ["catalog", "history", "cbr_down", "--json"]):
+        code, out = _run_main([*args, "--db", str(db)])
+        assert code == 0
+        outputs.append(out)
+    assert "mlflow run: " in outputs[3] and f"at {mlflow_server} (" in outputs[3]
+    for i, out in enumerate(outputs):
+        _no_secret(f"CLI output {i}", out)
+    for name, data in _catalog_files(db).items():
+        _no_secret(name, data)
+
+
+def _run_main(args: list[str]) -> tuple[int, str]:
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(args)
+    return code, out.getvalue() + err.getvalue()
+
+
+def test_credentials_stay_out_of_the_failure_warning_and_its_retry_command(pytester, models, monkeypatch):
+    pytest.importorskip("onnxruntime", reason="onnxruntime is not installed (pip install 'pytest-trt[ort]')")
+    pytester.makepyfile(test_model=SUITE.format(onnx=str(models["conv_bn_relu"])))
+    down = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trt-engine-build", "--trt-backend",
+                                           "onnxruntime", f"--trt-mlflow-uri={_with_credentials(down)}")
+    assert result.ret == 0
+    text = "\n".join(result.outlines + result.errlines)
+    _no_secret("the session's output", text)
+    result.stdout.fnmatch_lines([
+        f"mlflow {down}: 0 bundle(s) pushed",
+        f"WARNING mlflow push failed for 1 bundle(s) (cbr_down-v1.0-ort*.tar.gz: *127.0.0.1*); the bundles are kept "
+        f"on disk and in the catalog; retry with: pytest-trt catalog push --db trt-bundles/catalog.sqlite --uri {down} "
+        "(with the URI's credentials in MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD)",
+    ])
+    db = pytester.path / "trt-bundles" / "catalog.sqlite"
+    code, out = _run_main(["catalog", "push", "--db", str(db), "--uri", _with_credentials(down)])
+    assert code == 1 and "FAILED  " in out and f"{down}: 0 pushed, 1 failed" in out
+    _no_secret("catalog push's failure", out)
+    for name, data in _catalog_files(db).items():
+        _no_secret(name, data)
+
+
+@pytest.mark.parametrize(("uri", "redacted", "user", "password"), [
+    ("http://alice:pw-7f3a@127.0.0.1:5000", "http://127.0.0.1:5000", "alice", "pw-7f3a"),
+    ("https://a%40corp:p%3Aw%2F@host/mlflow?x=1", "https://host/mlflow?x=1", "a@corp", "p:w/"),
+    ("http://token@host:80", "http://host:80", "token", None),
+    ("http://127.0.0.1:5000", "http://127.0.0.1:5000", None, None),
+    ("databricks", "databricks", None, None),
+])
+def test_split_credentials(uri, redacted, user, password):
+    from pytest_trt.catalog.credentials import split_credentials
+
+    t = split_credentials(uri)
+    assert (t.redacted, t.username, t.password) == (redacted, user, password)
+    if password:
+        scrubbed = t.scrub(f"API request to {uri}/api/2.0 failed ({password})")
+        assert password not in scrubbed and uri.split("@")[0].split(":")[-1] not in scrubbed
+        assert scrubbed == f"API request to {redacted}/api/2.0 failed (***)"
+
+
+class _EchoAuth(http.server.BaseHTTPRequestHandler):
+    """A server that answers every request with 400 and the request's basic-auth credentials in the body."""
+
+    def _answer(self) -> None:
+        auth = self.headers.get("Authorization", "")
+        body = base64.b64decode(auth.split(" ", 1)[1]).decode() if auth.startswith("Basic ") else "no credentials"
+        data = f"upstream refused the credentials {body}".encode()
+        self.send_response(400)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_server_error_quoting_the_credentials_is_scrubbed(tmp_path, ort_result, write, monkeypatch):
+    import threading
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _EchoAuth)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        uri = f"http://127.0.0.1:{server.server_address[1]}"
+        monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+        for name in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"):
+            monkeypatch.delenv(name, raising=False)
+        folder = tmp_path / "trt-bundles"
+        write(ort_result, folder)
+        db = str(folder / "catalog.sqlite")
+        assert main(["catalog", "add", str(folder), "--db", db]) == 0
+        for extra in ([], ["--json"]):
+            code, out = _run_main(["catalog", "push", "--db", db, "--uri", _with_credentials(uri), *extra])
+            assert code == 1
+            # the server did get the credentials (through MLflow's variables) and quoted them back
+            assert "upstream refused the credentials alice:***" in out, out
+            assert SECRET not in out
+    finally:
+        server.shutdown()
+        server.server_close()
