@@ -18,7 +18,7 @@ batch 1/4/8, a 14.7 MB engine; ``--model example``: the example MobileNetV2,
 * floor: what any bundle holding the engine costs at least, the engine's bytes hashed (sha256, as the
   bundle's own hash needs) and written once more through ``fileio.write_bytes_atomic`` (fsync, rename).
 
-Prints medians, the bundle size, and bundle / cache miss (issue #14 target: < 5 %
+Prints medians, the bundle size, and bundle / cache miss (target: < 5 %
 on the 14.7 MB engine).  ``--phases`` also prints where the fresh bundles' time went (probes
 around the writer's steps, each a few microseconds; the threads' work is off the critical path
 unless the critical path waits for it).  The work folder is removed at exit.

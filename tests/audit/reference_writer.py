@@ -51,7 +51,7 @@ def _stored(data: bytes) -> bytes:
 
 
 def reference_tar_gz(members: dict[str, bytes]) -> bytes:
-    """What the bundle writer must write for ``members`` (the format since issue #14's stored engine)."""
+    """What the bundle writer must write for ``members`` (the format with the stored engine member)."""
     tar, span = ustar(members)
     if span is None:
         return _deflated(tar)

@@ -1,4 +1,4 @@
-"""The bundle's write path (issue #14): gathered buffers, os.writev with early writeback, the engine's CRC-32 and
+"""The bundle's write path: gathered buffers, os.writev with early writeback, the engine's CRC-32 and
 the file's sha256 on threads, build.json set from the cache entry's bytes.  Every check compares with an independent
 writer or reader: ``tests/audit/reference_writer.py`` (the format from its definition), :mod:`tarfile`, :mod:`gzip`,
 the ``gzip`` and ``tar`` programs, and :func:`json.dumps` of the member's parts."""

@@ -168,7 +168,7 @@ def test_modes_and_rewrite_over_a_read_only_bundle(tmp_path, rtx_result, write):
     assert stat.S_IMODE(path.stat().st_mode) == 0o444
     from pytest_trt.audit.sidecar import sidecar_path
 
-    # no temporary file left behind (the hidden sidecar of issue #14 is written only by the recorder's path)
+    # no temporary file left behind (the hidden sidecar is written only by the recorder's path)
     assert sorted(p.name for p in folder.iterdir()) in ([path.name], sorted([path.name, sidecar_path(path).name]))
 
 

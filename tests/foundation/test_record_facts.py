@@ -1,6 +1,6 @@
 """A cache hit's test report reads the build's facts stored with its record, without making the record.
 
-Issue #14 (the 50-test suite from the cache): the audit section of every test report shows the engine's
+The 50-test suite from the cache: the audit section of every test report shows the engine's
 fusion count and layers per precision.  On a cache hit these come from ``record.json`` (``facts``, written
 with the record), so the record classes are not even imported; a record stored without them (an earlier
 release) or a stale one falls back to the record itself.  Expected numbers are counted from the log text

@@ -1,4 +1,4 @@
-"""Goldens written before issue #14 changed the HDF5 filters still read, compare and refresh.
+"""Goldens written with the earlier HDF5 filters still read, compare and refresh.
 
 ``tests/data/golden_v1/legacy.h5`` was written by the code of commit 8dc4855
 (inputs gzip-4 + shuffle, outputs lzf) with ``make_golden_v1.py`` beside it.

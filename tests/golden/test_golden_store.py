@@ -53,7 +53,7 @@ def test_roundtrip_layout_and_history(tmp_path: Path, dataset: GoldenDataset) ->
         assert [a["reason"] for a in g.approvals()] == ["first", "second"]
         back = g.load_dataset()
         assert back.tags == dataset.tags and np.array_equal(back.labels, dataset.labels)
-        # unfiltered since issue #14 (measured: benchmarks/bench_codecs.py), so stored contiguous (no chunks);
+        # unfiltered (measured: benchmarks/bench_codecs.py), so stored contiguous (no chunks);
         # the small labels keep gzip, hence chunks of whole samples
         assert snap.outputs["logits"].chunks is None and snap.outputs["logits"].compression is None
         assert g.inputs()["x"].chunks is None and g.inputs()["x"].compression is None and not g.inputs()["x"].shuffle

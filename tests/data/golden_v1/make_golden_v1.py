@@ -1,6 +1,6 @@
 """How ``legacy-v1.h5`` was written (kept for the record; do not rerun on purpose).
 
-Written at commit 8dc4855 (before issue #14 changed the HDF5 filters: inputs
+Written at commit 8dc4855 (with the earlier HDF5 filters: inputs
 gzip-4 + shuffle, outputs lzf) through the approved update path, two
 generations, so the file also has a history group and two approvals.  The
 test ``tests/golden/test_golden_legacy.py`` checks that today's code still
