@@ -195,7 +195,7 @@ def test_every_block_has_a_role() -> None:
 
 
 def test_readme_test_command_is_the_one_ci_runs() -> None:
-    command = "python -m pip install -e '.[test]' && python -m pytest tests/"
+    command = "python -m pip install -e '.[test]' && python -m pytest tests/ -n auto"
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert command in readme.splitlines() and command in ci
