@@ -41,6 +41,7 @@ from pytest_trt.calibration.qdq import TENSORRT_QDQ_OPTIONS
 from pytest_trt.calibration.ranges import METHODS, Ranges
 from pytest_trt.calibration.store import set_store_root, store_root
 from pytest_trt.common.fileio import replace_directory, sha256_file
+from pytest_trt.common.progress import report
 from pytest_trt.errors import BackendUnavailable, BuildFailed, ConfigError
 
 if TYPE_CHECKING:
@@ -187,7 +188,10 @@ def calibrate_explicit(
     info = _stored_info(folder)
     from_store = info is not None
     if info is None:
+        report(f"calibrating {config.name!r}: {calib.algorithm} over {calib.describe_data()} ...")
         info = _store(folder, *_calibrate(config, calib, data_sha))
+        report(f"calibrated {config.name!r} in {info['seconds']['total']:.2f} s ({info['samples']} samples, ranges "
+               f"from the {'pinned cache' if info['ranges_source'] == 'cache' else 'calibrator'})")
     sync_cache_file(config.name, calib.cache, (folder / CACHE_FILE).read_text(encoding="utf-8"), calib.cache_sha256)
     return ExplicitCalibration(folder, info, from_store, config)
 
