@@ -277,7 +277,8 @@ def cmd_onnx_nodes(args: argparse.Namespace) -> int:
         _emit(args, doc, lines)
         return EXIT_FAILED
     table = [("name", "op", "outputs")] + [
-        (row["name"] or "(unnamed)", row["op_type"] if row["domain"] == "ai.onnx" else f"{row['domain']}:{row['op_type']}",
+        (row["name"] or "(unnamed)",
+         row["op_type"] if row["domain"] == "ai.onnx" else f"{row['domain']}:{row['op_type']}",
          ", ".join(row["outputs"]) + (f"  (in {row['parent']})" if row["parent"] else "")) for row in shown]
     widths = [max(len(r[i]) for r in table) for i in range(2)]
     lines += [f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]}".rstrip() for r in table]

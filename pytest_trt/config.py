@@ -21,9 +21,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from pytest_trt.common import relpaths
 from pytest_trt.common.calibration import CALIBRATION_ALGORITHMS, EXPLICIT_METHODS, IMPLICIT_CALIBRATORS, Calibration
 from pytest_trt.common.fileio import sha256_file
-from pytest_trt.common import relpaths
 from pytest_trt.common.profile import InputRange, Profile, Shape
 from pytest_trt.common.units import parse_size
 from pytest_trt.errors import ConfigError

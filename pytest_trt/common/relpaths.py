@@ -62,7 +62,8 @@ def describe_rule() -> str:
     if _BASES:
         cwd = Path.cwd()
         other = "" if _same_folder(_BASES[-1], cwd) else f", not the current directory {cwd}"
-        return f"relative paths resolve against the pytest rootdir {_BASES[-1]}{other} (docs/options.md, 'Relative paths')"
+        return (f"relative paths resolve against the pytest rootdir {_BASES[-1]}{other} "
+                "(docs/options.md, 'Relative paths')")
     return (f"relative paths resolve against the current directory {Path.cwd()} (in a pytest session: against "
             "the rootdir; docs/options.md, 'Relative paths')")
 
