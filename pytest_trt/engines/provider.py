@@ -44,8 +44,10 @@ os.register_at_fork(after_in_child=_PENDING.clear)
 
 
 def engine_seconds(result: BuildResult) -> tuple[float, float]:
-    """The build's seconds and the calibration's before it (0.0 when none ran: not calibrated, or from the store)."""
-    return float(result.durations.get("build", 0.0)), float(result.durations.get("calibration", 0.0))
+    """Seconds to make the engine, the calibration included, and the calibration's part (0.0 when none ran: not
+    calibrated, or taken from the store), both to the millisecond: the progress line and the table show the same."""
+    calibration = float(result.durations.get("calibration", 0.0))
+    return round(float(result.durations.get("build", 0.0)) + calibration, 3), round(calibration, 3)
 
 
 @dataclass
@@ -138,9 +140,9 @@ class EngineProvider:
         self._by_key[key] = engine
         self.events.append(EngineEvent(engine, status))
         if status != "cached":
-            build_s, calibration_s = engine_seconds(result)
+            total_s, calibration_s = engine_seconds(result)
             calibrated = f" (calibration {calibration_s:.2f} s)" if calibration_s else ""
-            self._progress(f"built engine {config.name!r} in {build_s + calibration_s:.2f} s{calibrated}")
+            self._progress(f"built engine {config.name!r} in {total_s:.2f} s{calibrated}")
         return engine
 
     def _cached(self, key: str, name: str) -> BuildResult | None:
