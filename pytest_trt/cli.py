@@ -9,6 +9,7 @@ Commands::
     pytest-trt log diff OLD.log NEW.log [--onnx MODEL] [--tactics]
     pytest-trt upgrade-report OLD NEW [-o report.html]
     pytest-trt golden show FILE
+    pytest-trt onnx nodes MODEL [--op OP]
     pytest-trt calib show CACHE | calib diff OLD NEW  (see pytest_trt.calibration.cli)
     pytest-trt catalog add|query|show|history|push|prune ...  (see pytest_trt.catalog.cli)
     pytest-trt monitor spec|rules|check ...  (see pytest_trt.monitor_cli)
@@ -250,6 +251,64 @@ def cmd_golden_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _graph_nodes(graph: Any, parent: str = "") -> list[dict[str, Any]]:
+    """Every node of ``graph`` in graph order, the nodes of its subgraphs (If, Loop, Scan) after their parent."""
+    rows: list[dict[str, Any]] = []
+    for node in graph.node:
+        rows.append({"name": node.name, "op_type": node.op_type, "domain": node.domain or "ai.onnx",
+                     "inputs": list(node.input), "outputs": list(node.output), "parent": parent or None})
+        for attr in node.attribute:
+            for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                rows += _graph_nodes(sub, node.name or node.output[0])
+    return rows
+
+
+def cmd_onnx_nodes(args: argparse.Namespace) -> int:
+    """The node names, op types and outputs of an ONNX model: the names the fusion assertions take."""
+    model = args.model
+    if model.is_dir():
+        raise CommandInputError(f"{model}: is a directory, not an ONNX model")
+    if not model.is_file():
+        raise CommandInputError(f"{model}: no such file")
+    import onnx
+
+    try:
+        proto = onnx.load(str(model), load_external_data=False)
+    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError, onnx's own errors
+        raise CommandInputError(f"{model}: not a readable ONNX model ({type(exc).__name__}: {exc})") from None
+    if not proto.ir_version:  # protobuf reads many non-ONNX files as an empty message
+        raise CommandInputError(f"{model}: not an ONNX model (no IR version); give the .onnx file")
+    nodes = _graph_nodes(proto.graph)
+    counts: dict[str, int] = {}
+    for row in nodes:
+        counts[row["op_type"]] = counts.get(row["op_type"], 0) + 1
+    wanted = {op.lower() for op in args.op or ()}
+    shown = [row for row in nodes if not wanted or row["op_type"].lower() in wanted]
+    opsets = {imp.domain or "ai.onnx": imp.version for imp in proto.opset_import}
+    unnamed = sum(1 for row in shown if not row["name"])
+    doc = {"model": str(model), "opsets": opsets, "nodes": shown, "op_types": dict(sorted(counts.items())),
+           "total_nodes": len(nodes), "unnamed": unnamed}
+    what = f"{len(shown)} of {len(nodes)} nodes ({', '.join(args.op)})" if wanted else f"{len(nodes)} nodes"
+    lines = [f"model: {model}  opset {opsets.get('ai.onnx', '?')}, {what}"]
+    if not shown:
+        lines.append(f"no node has op type {', '.join(args.op)}; op types here: "
+                     + ", ".join(f"{op} ({n})" for op, n in sorted(counts.items())))
+        _emit(args, doc, lines)
+        return EXIT_FAILED
+    table = [("name", "op", "outputs")] + [
+        (row["name"] or "(unnamed)",
+         row["op_type"] if row["domain"] == "ai.onnx" else f"{row['domain']}:{row['op_type']}",
+         ", ".join(row["outputs"]) + (f"  (in {row['parent']})" if row["parent"] else "")) for row in shown]
+    widths = [max(len(r[i]) for r in table) for i in range(2)]
+    lines += [f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]}".rstrip() for r in table]
+    lines.append("assert_fused / assert_no_fusion take these names exactly, as a glob ('block1/*') or as 're:REGEX'")
+    if unnamed:
+        lines.append(f"{unnamed} node(s) have no name in this model, so no assertion can name them: give them names "
+                     "in the export")
+    _emit(args, doc, lines)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", help="print one JSON document instead of text")
@@ -259,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     groups = parser.add_subparsers(dest="group", required=True,
-                                   metavar="{bundle,log,golden,calib,upgrade-report,catalog,monitor}")
+                                   metavar="{bundle,log,golden,onnx,calib,upgrade-report,catalog,monitor}")
     bundle = groups.add_parser("bundle", help="verify, show and diff audit bundles").add_subparsers(
         dest="command", required=True, metavar="{verify,show,diff}")
     p = bundle.add_parser("verify", parents=[common], help="check manifest hashes, schema, member safety, signature")
@@ -287,6 +346,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = golden.add_parser("show", parents=[common], help="datasets, snapshots, provenance and approvals")
     p.add_argument("file", type=Path, metavar="FILE")
     p.set_defaults(func=cmd_golden_show)
+    onnx_group = groups.add_parser("onnx", help="read ONNX models").add_subparsers(
+        dest="command", required=True, metavar="{nodes}")
+    p = onnx_group.add_parser("nodes", parents=[common],
+                              help="node names, op types and outputs: the names assert_fused and assert_no_fusion "
+                                   "take (exit 1 when --op matches no node)")
+    p.add_argument("model", type=Path, metavar="MODEL")
+    p.add_argument("--op", action="append", metavar="OP", help="only nodes of this op type (repeatable), e.g. Conv")
+    p.set_defaults(func=cmd_onnx_nodes)
     from pytest_trt.calibration.cli import add_calib_commands
 
     add_calib_commands(groups, common)

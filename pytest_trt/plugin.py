@@ -32,6 +32,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                       help=f"default golden threshold {name} ('none' switches it off).")
 
 
+@pytest.hookimpl(tryfirst=True)  # before the first conftest: configs built there resolve against the rootdir too
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    from pytest_trt.common import relpaths
+
+    relpaths.push_base(early_config.rootpath)
+    early_config.add_cleanup(relpaths.pop_base)
+
+
 @pytest.hookimpl(tryfirst=True)  # first: an xdist worker is pinned to its GPU before anything loads CUDA
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", opt.MARKER_HELP)

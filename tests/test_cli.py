@@ -169,3 +169,94 @@ def test_golden_show_of_a_real_golden_file(tmp_path):
     bad.write_bytes(b"not hdf5")
     broken = cli("golden", "show", bad)
     assert broken.returncode == 3 and "Traceback" not in broken.stderr and "bad.h5" in broken.stderr
+
+
+# -- onnx nodes ---------------------------------------------------------------------------------------------------
+
+
+def _model_with_a_subgraph(path: Path) -> Path:
+    """x -> fc1 (MatMul) -> relu (Relu) -> gate (If: then Identity 'then_id', else Neg 'else_neg'); one unnamed Abs."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    def branch(name: str, op: str) -> onnx.GraphProto:
+        return helper.make_graph([helper.make_node(op, ["hr"], [f"{name}_out"], name=name)], name, [],
+                                 [helper.make_tensor_value_info(f"{name}_out", TensorProto.FLOAT, None)])
+
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="fc1"),
+             helper.make_node("Relu", ["h"], ["hr"], name="relu"),
+             helper.make_node("Abs", ["hr"], ["habs"]),
+             helper.make_node("If", ["cond"], ["y"], name="gate", then_branch=branch("then_id", "Identity"),
+                              else_branch=branch("else_neg", "Neg"))]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4]),
+                     helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("habs", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.ones((4, 4), np.float32), "w")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def test_onnx_nodes_lists_names_op_types_and_outputs(tmp_path):
+    model = _model_with_a_subgraph(tmp_path / "m.onnx")
+    proc = cli("onnx", "nodes", model, "--json")
+    assert proc.returncode == EXIT_OK, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert [(n["name"], n["op_type"], n["outputs"], n["parent"]) for n in doc["nodes"]] == [
+        ("fc1", "MatMul", ["h"], None), ("relu", "Relu", ["hr"], None), ("", "Abs", ["habs"], None),
+        ("gate", "If", ["y"], None), ("else_neg", "Neg", ["else_neg_out"], "gate"),
+        ("then_id", "Identity", ["then_id_out"], "gate")]  # the If's branches in its attributes' order
+    assert doc["opsets"] == {"ai.onnx": 17} and doc["unnamed"] == 1
+    text = cli("onnx", "nodes", model)
+    assert text.returncode == EXIT_OK
+    lines = text.stdout.splitlines()
+    assert lines[0] == f"model: {model}  opset 17, 6 nodes"
+    assert lines[1].split() == ["name", "op", "outputs"]
+    assert [line.split() for line in lines[2:8]] == [
+        ["fc1", "MatMul", "h"], ["relu", "Relu", "hr"], ["(unnamed)", "Abs", "habs"], ["gate", "If", "y"],
+        ["else_neg", "Neg", "else_neg_out", "(in", "gate)"], ["then_id", "Identity", "then_id_out", "(in", "gate)"]]
+    assert "1 node(s) have no name in this model, so no assertion can name them" in text.stdout
+
+
+def test_onnx_nodes_op_filter_and_a_filter_that_matches_nothing(tmp_path):
+    model = _model_with_a_subgraph(tmp_path / "m.onnx")
+    proc = cli("onnx", "nodes", model, "--op", "matmul", "--op", "Neg", "--json")
+    assert proc.returncode == EXIT_OK
+    assert [n["name"] for n in json.loads(proc.stdout)["nodes"]] == ["fc1", "else_neg"]
+    none = cli("onnx", "nodes", model, "--op", "Conv")
+    assert none.returncode == EXIT_FAILED
+    assert ("no node has op type Conv; op types here: Abs (1), Identity (1), If (1), MatMul (1), Neg (1), Relu (1)"
+            in none.stdout)
+
+
+def test_onnx_nodes_file_problems_are_exit_3_without_traceback(tmp_path):
+    (tmp_path / "empty.onnx").write_bytes(b"")
+    (tmp_path / "text.onnx").write_text("not a model\n")
+    for path, text in ((tmp_path / "missing.onnx", "no such file"), (tmp_path, "is a directory"),
+                       (tmp_path / "empty.onnx", "not an ONNX model"), (tmp_path / "text.onnx", "not a")):
+        proc = cli("onnx", "nodes", path)
+        assert proc.returncode == EXIT_FILE, path
+        assert proc.stderr.startswith(f"pytest-trt: {path}: {text}")
+        _no_traceback(proc)
+
+
+def test_the_readme_asserts_on_node_names_the_example_models_have(tmp_path):
+    """Every node name an assertion of README.md names is in the example model its snippet builds."""
+    import re
+
+    from examples.models import write_all
+
+    models = write_all(tmp_path)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    names = {"mobilenet_v2": set(), "digits_mnet": set()}
+    for call in re.finditer(r"assert_(?:fused|no_fusion|int8)\(([^)]*)\)", readme):
+        args = re.findall(r'"([^"]+)"', call.group(1))
+        names["digits_mnet" if any(a.startswith("/") for a in args) else "mobilenet_v2"].update(args)
+    assert names["mobilenet_v2"] and names["digits_mnet"]
+    paths = {"mobilenet_v2": models["mobilenet_v2"], "digits_mnet": ROOT / "examples/calibration/digits_mnet.onnx"}
+    for model, wanted in names.items():
+        proc = cli("onnx", "nodes", paths[model], "--json")
+        known = {n["name"] for n in json.loads(proc.stdout)["nodes"]}
+        assert wanted <= known, (model, sorted(wanted - known))

@@ -11,9 +11,10 @@ Q/DQ model is made from them (:mod:`pytest_trt.calibration.qdq`).
 
 from __future__ import annotations
 
+import inspect
 import tempfile
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,19 @@ def op_types_to_calibrate() -> list[str]:
     return sorted(set(QLinearOpsRegistry) | set(QDQRegistry))
 
 
+def cpu_only(create_calibrator: Callable[..., Any]) -> dict[str, Any]:
+    """The keyword that keeps ``create_calibrator`` on the CPU, where the release has it (probed, not versioned).
+
+    Releases without a ``providers`` parameter calibrate on the CPU execution provider, the
+    calibrators' own default, so they need no keyword.
+    """
+    try:
+        takes = "providers" in inspect.signature(create_calibrator).parameters
+    except (TypeError, ValueError):  # no introspectable signature: the default is the CPU
+        takes = False
+    return {"providers": ["CPUExecutionProvider"]} if takes else {}
+
+
 def compute_ranges(
     model: Path,
     batches: Iterable[Mapping[str, np.ndarray]],
@@ -96,8 +110,8 @@ def compute_ranges(
             op_types_to_calibrate(),
             augmented_model_path=str(Path(tmp) / "augmented.onnx"),
             calibrate_method=getattr(CalibrationMethod, member),
-            providers=["CPUExecutionProvider"],
             extra_options=options,
+            **cpu_only(create_calibrator),
         )
         calibrator.collect_data(_Reader(batches))
         with warnings.catch_warnings():  # the distribution calibrator's std of an all-zero histogram is NaN

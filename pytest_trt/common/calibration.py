@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_trt.common import relpaths
 from pytest_trt.errors import ConfigError
 
 CALIBRATION_ALGORITHMS = ("entropy", "entropy2", "minmax", "legacy", "percentile", "distribution")
@@ -32,8 +33,9 @@ class Calibration:
     TensorRT-RTX, TensorRT 11 and ONNX Runtime build (ranges computed the way
     TensorRT's calibrators compute them, see :mod:`pytest_trt.calibration`).
 
-    ``data``: a glob of ``.npy``/``.npz`` files (relative to the working
-    directory, or to the TOML file), a ``GoldenDataset``, an HDF5 file
+    ``data``: a glob of ``.npy``/``.npz`` files (relative to the pytest
+    rootdir in a session, else the current directory, or to the TOML file;
+    :mod:`pytest_trt.common.relpaths`), a ``GoldenDataset``, an HDF5 file
     (``.h5``/``.hdf5``) or a callable returning an iterable of batches
     (``{input name: array}``).  A ``labels`` array (npz key, HDF5 dataset,
     GoldenDataset labels) is counted per class, never fed.
@@ -85,7 +87,7 @@ class Calibration:
         if self.cache is not None:
             if not isinstance(self.cache, (str, Path)) or not str(self.cache):
                 raise bad("cache", f"must be a file path, got {self.cache!r}")
-            cache = Path(self.cache)
+            cache = relpaths.resolve(self.cache)
             object.__setattr__(self, "cache", cache)
             if cache.is_dir():
                 raise bad("cache", f"{str(cache)!r} is a directory; give the path of the cache file, like "
@@ -99,8 +101,8 @@ class Calibration:
         data = self.data
         if data is None:
             return
-        if isinstance(data, Path):
-            object.__setattr__(self, "data", str(data))
+        if isinstance(data, (str, Path)) and str(data):  # a glob or an HDF5 path, under the path rule
+            object.__setattr__(self, "data", str(relpaths.resolve(data)))
         elif not isinstance(data, str) and not callable(data) and not hasattr(data, "digest"):
             raise bad("data", f"expected a glob of .npy/.npz files, an HDF5 path, a GoldenDataset or a callable "
                       f"returning batches, got {type(data).__name__}")

@@ -171,7 +171,9 @@ def _from_glob(src: _Source, pattern: str, input_name: str | None, *, warn: bool
     paths = sorted(Path(p) for p in glob.glob(pattern, recursive=True))
     paths = [p for p in paths if p.suffix in (".npy", ".npz")]
     if not paths:
-        raise src.error(f"matches no .npy or .npz file (relative paths resolve against {Path.cwd()})")
+        from pytest_trt.common.relpaths import describe_rule
+
+        raise src.error(f"matches no .npy or .npz file ({describe_rule()})")
     parts: dict[str, list[_Part]] = {}
     for path in paths:
         try:

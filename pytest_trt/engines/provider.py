@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from pytest_trt.backends.request import BuildRequest
 from pytest_trt.common.background import Future, on_thread
 from pytest_trt.common.logtext import format_log
+from pytest_trt.common.progress import listening
 from pytest_trt.engines.cache import EngineCache
 from pytest_trt.errors import BuildFailed, CacheCorrupt, EngineNotBuilt
 
@@ -40,6 +41,13 @@ def _wait_for_cache_writers() -> None:
 
 # a forked child inherits the set, not the threads writing those entries: they are the parent's to finish
 os.register_at_fork(after_in_child=_PENDING.clear)
+
+
+def engine_seconds(result: BuildResult) -> tuple[float, float]:
+    """Seconds to make the engine, the calibration included, and the calibration's part (0.0 when none ran: not
+    calibrated, or taken from the store), both to the millisecond: the progress line and the table show the same."""
+    calibration = float(result.durations.get("calibration", 0.0))
+    return round(float(result.durations.get("build", 0.0)) + calibration, 3), round(calibration, 3)
 
 
 @dataclass
@@ -132,7 +140,9 @@ class EngineProvider:
         self._by_key[key] = engine
         self.events.append(EngineEvent(engine, status))
         if status != "cached":
-            self._progress(f"built engine {config.name!r} in {result.durations.get('build', 0.0):.2f} s")
+            total_s, calibration_s = engine_seconds(result)
+            calibrated = f" (calibration {calibration_s:.2f} s)" if calibration_s else ""
+            self._progress(f"built engine {config.name!r} in {total_s:.2f} s{calibrated}")
         return engine
 
     def _cached(self, key: str, name: str) -> BuildResult | None:
@@ -177,7 +187,8 @@ class EngineProvider:
         try:
             self._progress(f"building engine {name!r} with {backend.name} {backend.version()} ...")
             try:
-                built = backend.build(request)
+                with listening(self.on_progress):  # a calibration inside the build says when it starts and ends
+                    built = backend.build(request)
             except BuildFailed as exc:
                 log = exc.context.get("log")
                 if log:

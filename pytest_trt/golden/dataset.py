@@ -97,12 +97,14 @@ class GoldenDataset:
           names, plus optional ``labels`` and ``tags``;
         * ``labels.npy``: N integer labels; ``tags.txt``: one tag string per line.
         """
-        folder = Path(folder)
+        from pytest_trt.common.relpaths import describe_rule, resolve
+
+        written, folder = folder, resolve(folder)
         if not folder.is_dir():
             raise GoldenError(
-                f"golden dataset folder {str(folder)!r} does not exist (looked for {folder.resolve()}; relative paths "
-                "are taken from the directory pytest runs in). Create it with one <input name>.npy per model input "
-                "(N samples on axis 0) and optionally labels.npy, or give an absolute path", path=str(folder),
+                f"golden dataset folder {str(written)!r} does not exist (looked for {folder.resolve()}; "
+                f"{describe_rule()}). Create it with one <input name>.npy per model input "
+                "(N samples on axis 0) and optionally labels.npy, or give an absolute path", path=str(Path(written)),
             )
         parts: dict[str, list[np.ndarray]] = {}
         for path in sorted(folder.glob("*.npz")):

@@ -30,6 +30,8 @@ def header_lines(provider: EngineProvider) -> list[str]:
 
 
 def summary_rows(provider: EngineProvider) -> list[dict[str, Any]]:
+    from pytest_trt.engines.provider import engine_seconds
+
     rows = []
     for ev in provider.events:
         e = ev.engine
@@ -43,7 +45,8 @@ def summary_rows(provider: EngineProvider) -> list[dict[str, Any]]:
                 "version": e.config.version,
                 "config_hash": e.result.config_hash[:12],
                 "status": ev.status,
-                "build_s": round(float(e.result.durations.get("build", 0.0)), 3),
+                "build_s": engine_seconds(e.result)[0],  # the calibration included
+                "calibration_s": engine_seconds(e.result)[1],
                 "layers": layers,
                 "backend": f"{e.backend_name} {e.result.backend_version}",
             }
@@ -57,13 +60,14 @@ def engine_table(rows: list[dict[str, Any]]) -> list[str]:
         key = (row["name"], row["config_hash"])
         if key not in unique or row["status"] != "cached":
             unique[key] = row
-    head = ("engine", "config hash", "status", "build s", "layers", "backend")
+    head = ("engine", "config hash", "status", "build s", "calibration s", "layers", "backend")
     body = [
         (
             f"{r['name']} v{r['version']}",
             r["config_hash"],
             r["status"],
             f"{r['build_s']:.2f}",
+            f"{r['calibration_s']:.2f}" if r.get("calibration_s") else "-",
             str(r["layers"]),
             r["backend"],
         )

@@ -30,7 +30,7 @@ ALLOWED = {"pytest_trt", "pytest_trt.errors", "pytest_trt.options", "pytest_trt.
            "pytest_trt.common", "pytest_trt.common.package", "pytest_trt.backends", "pytest_trt.backends.registry",
            "pytest_trt.pytest_plugin.session",
            "pytest_trt.compare", "pytest_trt.compare.thresholds", "pytest_trt.pytest_plugin.collect_errors", "pytest_trt.engines",
-           "pytest_trt.engines.current"}
+           "pytest_trt.engines.current", "pytest_trt.common.relpaths"}
 
 
 def test_plain_run_loads_no_heavy_module(pytester: pytest.Pytester) -> None:
