@@ -12,7 +12,7 @@ Commands::
     pytest-trt onnx nodes MODEL [--op OP]
     pytest-trt calib show CACHE | calib diff OLD NEW  (see pytest_trt.calibration.cli)
     pytest-trt catalog add|query|show|history|push|prune ...  (see pytest_trt.catalog.cli)
-    pytest-trt monitor spec|rules|check ...  (see pytest_trt.monitor_cli)
+    pytest-trt monitor spec|rules|check ...  (see pytest_trt.monitor.cli)
 
 Every command takes ``--json`` (one JSON document on stdout).
 
@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_trt.common.pipesafe import PipeSafe
 from pytest_trt.errors import CommandInputError
 from pytest_trt.upgrade import cli as upgrade_cli
 
@@ -251,40 +251,20 @@ def cmd_golden_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _graph_nodes(graph: Any, parent: str = "") -> list[dict[str, Any]]:
-    """Every node of ``graph`` in graph order, the nodes of its subgraphs (If, Loop, Scan) after their parent."""
-    rows: list[dict[str, Any]] = []
-    for node in graph.node:
-        rows.append({"name": node.name, "op_type": node.op_type, "domain": node.domain or "ai.onnx",
-                     "inputs": list(node.input), "outputs": list(node.output), "parent": parent or None})
-        for attr in node.attribute:
-            for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
-                rows += _graph_nodes(sub, node.name or node.output[0])
-    return rows
-
-
 def cmd_onnx_nodes(args: argparse.Namespace) -> int:
     """The node names, op types and outputs of an ONNX model: the names the fusion assertions take."""
-    model = args.model
-    if model.is_dir():
-        raise CommandInputError(f"{model}: is a directory, not an ONNX model")
-    if not model.is_file():
-        raise CommandInputError(f"{model}: no such file")
-    import onnx
+    from pytest_trt.buildlog.onnx_nodes import model_nodes
 
+    model = args.model
     try:
-        proto = onnx.load(str(model), load_external_data=False)
-    except Exception as exc:  # noqa: BLE001 - protobuf's DecodeError, onnx's own errors
-        raise CommandInputError(f"{model}: not a readable ONNX model ({type(exc).__name__}: {exc})") from None
-    if not proto.ir_version:  # protobuf reads many non-ONNX files as an empty message
-        raise CommandInputError(f"{model}: not an ONNX model (no IR version); give the .onnx file")
-    nodes = _graph_nodes(proto.graph)
+        opsets, nodes = model_nodes(model)
+    except ValueError as exc:
+        raise CommandInputError(str(exc)) from None
     counts: dict[str, int] = {}
     for row in nodes:
         counts[row["op_type"]] = counts.get(row["op_type"], 0) + 1
     wanted = {op.lower() for op in args.op or ()}
     shown = [row for row in nodes if not wanted or row["op_type"].lower() in wanted]
-    opsets = {imp.domain or "ai.onnx": imp.version for imp in proto.opset_import}
     unnamed = sum(1 for row in shown if not row["name"])
     doc = {"model": str(model), "opsets": opsets, "nodes": shown, "op_types": dict(sorted(counts.items())),
            "total_nodes": len(nodes), "unnamed": unnamed}
@@ -361,7 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
     from pytest_trt.catalog.cli import add_catalog_commands
 
     add_catalog_commands(groups, common)
-    from pytest_trt.monitor_cli import add_monitor_commands
+    from pytest_trt.monitor.cli import add_monitor_commands
 
     add_monitor_commands(groups, common)
     return parser
@@ -372,7 +352,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pytest_trt.errors import BundleIntegrityError
 
     args = build_parser().parse_args(argv)
-    out = _PipeSafe(sys.stdout)
+    out = PipeSafe(sys.stdout)
     sys.stdout = out
     try:
         code = int(args.func(args))
@@ -386,42 +366,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FILE
     finally:
         sys.stdout = out.stream
-
-
-class _PipeSafe:
-    """stdout that goes quiet when the reader leaves (`pytest-trt bundle diff A B | head -1`).
-
-    The command still runs to its end and its exit code stands (1 for "differences found"), so a
-    pipeline under `set -o pipefail` keeps the verdict; what is left to print goes to /dev/null.
-    """
-
-    def __init__(self, stream: Any) -> None:
-        self.stream = stream
-        self.broken = False
-
-    def write(self, text: str) -> int:
-        if not self.broken:
-            try:
-                return int(self.stream.write(text))
-            except BrokenPipeError:
-                self._mute()
-        return len(text)
-
-    def flush(self) -> None:
-        if not self.broken:
-            try:
-                self.stream.flush()
-            except BrokenPipeError:
-                self._mute()
-
-    def _mute(self) -> None:
-        self.broken = True
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, self.stream.fileno())  # the interpreter's last flush then has nowhere to fail
-        os.close(devnull)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.stream, name)
 
 
 if __name__ == "__main__":

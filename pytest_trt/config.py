@@ -16,7 +16,7 @@ import hashlib
 import json
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -24,8 +24,14 @@ from typing import Any
 from pytest_trt.common import relpaths
 from pytest_trt.common.calibration import CALIBRATION_ALGORITHMS, EXPLICIT_METHODS, IMPLICIT_CALIBRATORS, Calibration
 from pytest_trt.common.fileio import sha256_file
+from pytest_trt.common.pin_fields import (
+    MEMORY_POOLS,
+    builder_flags_of,
+    compute_capabilities_of,
+    memory_pools_of,
+    profiles_of,
+)
 from pytest_trt.common.profile import InputRange, Profile, Shape
-from pytest_trt.common.units import parse_size
 from pytest_trt.errors import ConfigError
 
 __all__ = [
@@ -38,18 +44,6 @@ __all__ = [
 #: ``fp32`` means strict FP32: the TF32 flag TensorRT sets by default is cleared.
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "int8", "fp8", "best", "typed")
 
-#: Memory pools by the short names users write; values are ``MemoryPoolType`` members.
-MEMORY_POOLS = {
-    "workspace": "WORKSPACE",
-    "dla_managed_sram": "DLA_MANAGED_SRAM",
-    "dla_local_dram": "DLA_LOCAL_DRAM",
-    "dla_global_dram": "DLA_GLOBAL_DRAM",
-    "tactic_dram": "TACTIC_DRAM",
-    "tactic_shared_memory": "TACTIC_SHARED_MEMORY",
-}
-
-_FLAG_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
-_COMPUTE_CAPABILITY = re.compile(r"^SM\d{2,3}$")
 SCHEMA_VERSION = 1
 #: longest config name and version: a bundle's file name holds both, with the backend, device and a temporary
 #: suffix, within the 255 bytes a file name may have
@@ -124,60 +118,6 @@ def _calibration_from_mapping(data: Mapping[str, Any], base_dir: Path | None) ->
     return result
 
 
-def _profiles(value: Any) -> tuple[Profile, ...]:
-    """BuildConfig.profiles as a tuple of Profiles naming the same inputs (one Profile alone is accepted)."""
-    profiles = (value,) if isinstance(value, Profile) else tuple(value)
-    for p in profiles:
-        if not isinstance(p, Profile):
-            raise ConfigError(f"BuildConfig.profiles must hold Profile objects, got {p!r}", field="profiles")
-    if profiles and len({p.names() for p in profiles}) != 1:
-        raise ConfigError("BuildConfig.profiles: every profile must name the same inputs", field="profiles")
-    return profiles
-
-
-def _memory_pools(value: Mapping[str, Any]) -> dict[str, int]:
-    """BuildConfig.memory_pool_limits in bytes, known pools only, sorted by name."""
-    pools: dict[str, int] = {}
-    for key, raw in dict(value).items():
-        if key not in MEMORY_POOLS:
-            raise ConfigError(
-                f"BuildConfig.memory_pool_limits: unknown pool {key!r}; choose from {', '.join(MEMORY_POOLS)}",
-                field="memory_pool_limits",
-            )
-        try:
-            pools[key] = parse_size(raw)
-        except ValueError as exc:
-            raise ConfigError(f"BuildConfig.memory_pool_limits[{key!r}]: {exc}", field="memory_pool_limits") from None
-    return dict(sorted(pools.items()))
-
-
-def _builder_flags(value: str | Sequence[str]) -> tuple[str, ...]:
-    """BuildConfig.flags as sorted unique flag names; precision is set with ``precision=``, not with flags."""
-    flags = (value,) if isinstance(value, str) else tuple(value)
-    for f in flags:
-        if not isinstance(f, str) or not _FLAG_NAME.match(f):
-            raise ConfigError(
-                f"BuildConfig.flags: {f!r} is not a builder flag name (use names like 'STRICT_NANS', not integers)",
-                field="flags",
-            )
-    if {"FP16", "INT8", "BF16", "FP8"} & set(flags):
-        raise ConfigError(
-            "BuildConfig.flags: set precision with precision='fp16'/'int8'/..., not with precision flags",
-            field="flags",
-        )
-    return tuple(sorted(set(flags)))
-
-
-def _compute_capabilities(value: str | Sequence[str]) -> tuple[str, ...]:
-    """BuildConfig.compute_capabilities as sorted unique names like ``SM89``."""
-    caps = tuple(c.upper() for c in ((value,) if isinstance(value, str) else value))
-    for c in caps:
-        if not _COMPUTE_CAPABILITY.match(c):
-            raise ConfigError(f"BuildConfig.compute_capabilities: {c!r} is not like 'SM89' or 'SM120'",
-                              field="compute_capabilities")
-    return tuple(sorted(set(caps)))
-
-
 @dataclass(frozen=True)
 class BuildConfig:
     """One pinned engine build.
@@ -234,18 +174,18 @@ class BuildConfig:
                 f"BuildConfig.precision {self.precision!r} is unknown; choose one of {', '.join(PRECISIONS)}",
                 field="precision",
             )
-        set_(self, "profiles", _profiles(self.profiles))
+        set_(self, "profiles", profiles_of(self.profiles))
         level = self.builder_optimization_level
         if level is not None and (isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= 5):
             raise ConfigError(
                 f"BuildConfig.builder_optimization_level must be an int from 0 to 5, got {level!r}",
                 field="builder_optimization_level",
             )
-        set_(self, "memory_pool_limits", _memory_pools(self.memory_pool_limits))
-        set_(self, "flags", _builder_flags(self.flags))
+        set_(self, "memory_pool_limits", memory_pools_of(self.memory_pool_limits))
+        set_(self, "flags", builder_flags_of(self.flags))
         if self.timing_cache is not None:
             set_(self, "timing_cache", relpaths.resolve(self.timing_cache))
-        set_(self, "compute_capabilities", _compute_capabilities(self.compute_capabilities))
+        set_(self, "compute_capabilities", compute_capabilities_of(self.compute_capabilities))
         if self.calibration is not None and not isinstance(self.calibration, Calibration):
             raise ConfigError("BuildConfig.calibration must be a Calibration", field="calibration")
         if self.calibration is not None and self.precision != "int8":

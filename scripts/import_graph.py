@@ -33,18 +33,19 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("artifact", "config", "calibration", "buildlog"),
     # 2 the backends that build and run engines, and the option table that names them
     ("backends", "options"),
-    # 3 comparing outputs; the output monitor a service embeds (numpy only)
-    ("compare", "monitor"),
+    # 3 comparing outputs
+    ("compare",),
     # 4 engines for tests: provider, cache, the Engine object and its assertions
     ("engines", "strategies"),
     # 5 golden snapshots
     ("golden",),
     # 6 audit bundles
     ("audit",),
-    # 7 reading many bundles: upgrade review, catalog
-    ("upgrade", "catalog"),
+    # 7 reading many bundles and goldens: upgrade review, catalog, the output monitor (its runtime, which a
+    #   service embeds, imports compare and numpy only; its commands read goldens)
+    ("upgrade", "catalog", "monitor"),
     # 8 front ends: the pytest plugin and the command line
-    ("plugin", "pytest_plugin", "cli", "testing", "monitor_cli"),
+    ("plugin", "pytest_plugin", "cli", "testing"),
 )
 
 

@@ -4,7 +4,7 @@
 (:class:`OutputMonitor`: streaming statistics, drift and the alert), ``prometheus`` (the metrics for
 ``prometheus_client`` and the alert rule file).  Importing this package imports numpy and the standard library
 only: no pytest, h5py, onnxruntime or tensorrt.  Writing a spec from a golden file is the command line's job
-(:mod:`pytest_trt.monitor_cli`).
+(:mod:`pytest_trt.monitor.cli`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The monitor spec: a golden's reference distribution as a small JSON file a service ships.
 
-``pytest-trt monitor spec golden/NAME.h5 -o NAME.monitor.json`` writes it (:mod:`pytest_trt.monitor_cli`);
+``pytest-trt monitor spec golden/NAME.h5 -o NAME.monitor.json`` writes it (:mod:`pytest_trt.monitor.cli`);
 a serving process loads it with :func:`load_spec` and hands it to
 :class:`~pytest_trt.monitor.runtime.OutputMonitor`.  Per output it holds, for each classifier statistic
 (:data:`~pytest_trt.compare.distribution.STATS`), the golden's mean, the bootstrap SD of that mean, the SD floor
