@@ -127,7 +127,8 @@ class Evaluator:
         notes: list[str] = []
         builds = 0
         if self._build_backend is not self._run_backend:
-            built = self._build_backend.build(as_request(self._build_backend, config))  # BuildFailed propagates: the candidate cannot be built
+            # a BuildFailed propagates: the candidate cannot be built
+            built = self._build_backend.build(as_request(self._build_backend, config))
             builds += 1
             record = self._build_backend.record(built, config)
             still = int8_nodes(record, nodes)

@@ -60,12 +60,19 @@ class TensorErrors:
     seconds: float
     float_model: str
     qdq_model: str
+    quantizable: frozenset[str] = frozenset()  # nodes of op types the quantizer handles
 
     def ranked_nodes(self) -> list[tuple[str, float]]:
-        """Quantized nodes by the worst own SQNR among their quantized inputs, worst first (ties by name)."""
+        """Nodes by the worst own SQNR of the quantized tensors they read or write, worst first (ties by name).
+
+        A tensor's Q/DQ pair goes only when its writer and every reader are left in float: the readers quantize
+        their inputs, and a writer of an op type the quantizer handles (Conv, MatMul, Mul, Clip ...) may quantize
+        its output.  So a tensor counts for such a writer as much as for its readers; a node the quantizer
+        passes over (Div, Exp ...) is never a candidate: leaving it "in float" would change nothing.
+        """
         worst: dict[str, float] = {}
         for t in self.tensors:
-            for node in t.consumers:
+            for node in {*t.consumers, *((t.producer,) if t.producer else ())} & self.quantizable:
                 worst[node] = min(worst.get(node, math.inf), t.sqnr_db)
         return sorted(worst.items(), key=lambda kv: (kv[1], kv[0]))
 
@@ -277,7 +284,12 @@ def measure(float_path: Path, qdq_path: Path, batches: Iterable[Mapping[str, np.
             accumulated_sqnr_db=sqnr_db(s.acc_signal, s.acc_noise) if acc else None,
             accumulated_rel_l2=(math.sqrt(s.acc_noise / s.acc_signal) if s.acc_signal > 0 else 0.0) if acc else None))
     errors.sort(key=lambda t: (t.sqnr_db, t.tensor))
-    return TensorErrors(tuple(errors), samples, n_batches, time.perf_counter() - t0, str(float_path), str(qdq_path))
+    from pytest_trt.calibration.ranges import op_types_to_calibrate
+
+    ops = set(op_types_to_calibrate())
+    quantizable = frozenset(n.name for n in float_model.graph.node if n.op_type in ops)
+    return TensorErrors(tuple(errors), samples, n_batches, time.perf_counter() - t0, str(float_path), str(qdq_path),
+                        quantizable)
 
 
 def _float_names(model: Any) -> set[str]:
