@@ -18,7 +18,7 @@ from pytest_trt.errors import CommandInputError, TrtError
 
 EXIT_OK, EXIT_NOT_FOUND = 0, 1
 DEFAULT_BUDGET = 20
-DEFAULT_BATCH = 16
+DEFAULT_BATCH = 8
 SHOWN = 20
 
 

@@ -417,3 +417,53 @@ def test_rtx_record_shows_excluded_nodes_in_float(planted: Planted) -> None:
         assert ("fc2" in reads_int8) == (not nodes)
         assert fc1_and_fc3 <= reads_int8  # the nodes not excluded stay INT8
         assert [n.split(" ")[0] for n in int8_nodes(record, ("fc2",))] == ([] if nodes else ["fc2"])
+
+
+def test_ranking_counts_a_quantized_writer_and_skips_what_the_quantizer_passes_over() -> None:
+    """``s = sq(h)`` is quantized at sq's output and at fc2's input: both must go to float, fc2 and sq first;
+    ``div`` reads a quantized tensor but is no op the quantizer handles, so it is never a candidate."""
+    from pytest_trt.sensitivity.tensor_errors import TensorError, TensorErrors
+
+    def act(tensor: str, producer: str | None, consumers: tuple[str, ...], db: float, acc: float) -> TensorError:
+        return TensorError(tensor, "activation", producer, consumers, db, 10 ** (-db / 20), 0.0, 1.0, acc)
+
+    # accumulated SQNR falls downstream (h2 is worst there); the ranking is by each tensor's own error
+    errors = TensorErrors((act("s", "sq", ("fc2",), 3.0, 3.0), act("h", "fc1", ("sq", "div"), 30.0, 29.0),
+                           act("x", None, ("fc1",), 40.0, 40.0), act("h2", "fc2", ("fc3",), 35.0, 1.0)),
+                          8, 1, 0.0, "f.onnx", "q.onnx", frozenset({"fc1", "sq", "fc2", "fc3"}))
+    assert errors.ranked_nodes() == [("fc2", 3.0), ("sq", 3.0), ("fc1", 30.0), ("fc3", 35.0)]
+
+
+def test_digits_incident_search_names_the_first_convolution(incident_configs: Any, tmp_path: Path) -> None:
+    """The examples' incident: min-max INT8 of the digits classifier, golden approved from the float model on the
+    597 held-out images.  The outliers' gain spoils the input's range (the worst own SQNR), while the accumulated
+    error is worst deep in the network; leaving the input's one reader in float recovers top-1."""
+    from examples.calibration.incident import golden_dataset
+    from pytest_trt.golden.workflow import GoldenCheck, GoldenSettings
+
+    _, upgraded = incident_configs
+    calib = upgraded.calibration
+    pins = tmp_path / "pins.toml"
+    pins.write_text(f'[configs.digits_mnet]\nversion = "1.0.0"\nonnx = {json.dumps(str(upgraded.onnx))}\n'
+                    'precision = "int8"\nprofiles = [{input = [[1, 1, 8, 8], [64, 1, 8, 8], [256, 1, 8, 8]]}]\n\n'
+                    f'[configs.digits_mnet.calibration]\nalgorithm = "minmax"\ndata = {json.dumps(calib.data)}\n'
+                    'batch_size = 8\n', encoding="utf-8")
+    assert BuildConfig.from_toml(pins, "digits_mnet").config_hash == upgraded.config_hash
+    data = golden_dataset()
+    logits = float_run_input(upgraded.onnx, data.inputs["input"])
+    settings = GoldenSettings(golden_dir=tmp_path / "golden", update=True, approve="float", rootdir=tmp_path)
+    GoldenCheck(settings, config_provider=lambda: upgraded).check({"logits": logits}, dataset=data,
+                                                                   classifier=["logits"])
+    proc = cli("calib", "search", str(pins), "digits_mnet", "--golden", str(tmp_path / "golden" / "digits_mnet.h5"),
+               "--json", "--threshold", "top1_drop=0.02", "--threshold", "l2_delta=none")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["exclude_nodes"] == ["/stem/stem.0/Conv"]
+    assert [(s["prefix"], s["passed"]) for s in doc["steps"]] == [(0, False), (17, True), (1, True)]
+    top1 = [c for c in doc["steps"][-1]["checks"] if c["metric"] == "top1_drop" and c["tag"] is None][0]
+    assert top1["value"] >= -0.02
+
+
+def float_run_input(model: Path, x: np.ndarray) -> np.ndarray:
+    s = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    return np.asarray(s.run(None, {"input": x})[0])
