@@ -467,3 +467,31 @@ def test_digits_incident_search_names_the_first_convolution(incident_configs: An
 def float_run_input(model: Path, x: np.ndarray) -> np.ndarray:
     s = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
     return np.asarray(s.run(None, {"input": x})[0])
+
+
+def test_implicit_int8_refuses_exclude_nodes(planted: Planted) -> None:
+    """TensorRT <= 10 calibrates implicit INT8 with its calibrators: no node can be left out by name there."""
+    from pytest_trt.backends.trt_features import check_calibration
+    from pytest_trt.errors import UnsupportedOption
+
+    def refuse(option: str, why: str) -> UnsupportedOption:
+        return UnsupportedOption(why, backend="tensorrt", option=option)
+
+    calib = Calibration(algorithm="minmax", data=str(planted.folder / "calib.npz"), exclude_nodes=("fc2",))
+    implicit = _implicit_features()
+    with pytest.raises(UnsupportedOption, match="calibrates implicit INT8, where no node can be left out") as exc:
+        check_calibration(calib, "int8", implicit, "TensorRT 10.13", refuse)
+    assert exc.value.context["option"] == "calibration.exclude_nodes"
+    assert check_calibration(dataclasses.replace(calib, exclude_nodes=()), "int8", implicit, "TensorRT 10.13",
+                             refuse) == "int8"
+
+
+def _implicit_features() -> Any:
+    import sys as _sys
+
+    _sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "foundation"))
+    from test_features import TRT10  # the API namespace of TensorRT 10 the feature tests probe
+
+    from pytest_trt.backends.trt_features import probe
+
+    return probe(TRT10)
