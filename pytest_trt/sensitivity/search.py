@@ -61,7 +61,8 @@ class Step:
                 f"{_db(ranked[self.prefix - 1][1])})")
         verdict = "PASS" if self.evaluation.passed else "FAIL"
         cached = ", cached" if self.cached else f", {self.evaluation.seconds:.2f} s"
-        return f"step {self.index}: {what}: {verdict}: {self.evaluation.summary}{cached}"
+        notes = f" [{'; '.join(self.evaluation.notes)}]" if self.evaluation.notes else ""
+        return f"step {self.index}: {what}: {verdict}{notes}: {self.evaluation.summary}{cached}"
 
     def to_dict(self) -> dict[str, Any]:
         return {"step": self.index, "prefix": self.prefix, "cached": self.cached, **self.evaluation.to_dict()}
@@ -152,7 +153,7 @@ def search(ranked: Sequence[tuple[str, float]], evaluate: Callable[[tuple[str, .
                     out.stopped, out.found = FOUND, tuple(names[:k])
                     break
         else:
-            out.stopped, out.found = FOUND, tuple(names[:_bisect(len(names), probe, out)])
+            out.stopped, out.found = FOUND, tuple(names[:_bisect(len(names), probe)])
     except _BudgetSpent:
         out.stopped = BUDGET
         if strategy == "bisect":
@@ -162,7 +163,7 @@ def search(ranked: Sequence[tuple[str, float]], evaluate: Callable[[tuple[str, .
     return out
 
 
-def _bisect(n: int, passes: Callable[[int], bool], out: SearchOutcome) -> int:
+def _bisect(n: int, passes: Callable[[int], bool]) -> int:
     """The shortest passing prefix in 1..n, ``n`` known to pass."""
     lo, hi = 1, n
     while lo < hi:
