@@ -192,10 +192,11 @@ def map_qdq(float_model: Any, qdq_model: Any) -> QdqMap:
         if original is None or original.shape != deq.shape:
             continue
         x = original.astype(np.float64)
-        qmin, qmax = -128.0, 127.0
-        lo = _dequantize(np.full_like(inits[source], qmin), scale, zp, axis)
-        hi = _dequantize(np.full_like(inits[source], qmax), scale, zp, axis)
-        clipped = int(np.count_nonzero((x < lo - 1e-12) | (x > hi + 1e-12)))
+        # saturated: the value rounds outside the INT8 grid (half a step beyond its ends)
+        step = _dequantize(np.ones_like(inits[source]), scale, None, axis)
+        lo = _dequantize(np.full_like(inits[source], -128), scale, zp, axis) - step / 2
+        hi = _dequantize(np.full_like(inits[source], 127), scale, zp, axis) + step / 2
+        clipped = int(np.count_nonzero((x < lo) | (x > hi)))
         signal, noise = float(np.sum(x * x)), float(np.sum((x - deq) ** 2))
         out.weights.append(TensorError(
             tensor=_float_weight_name(float_nodes, readers.get(dq.output[0], ()), dq.output[0]) or source,
