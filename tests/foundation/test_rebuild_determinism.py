@@ -106,3 +106,22 @@ def test_a_deterministic_rebuild_says_nothing(tmp_path: Path, config: BuildConfi
     provider.get(config)
     provider.flush()
     assert provider.nondeterministic == []
+
+
+def test_the_terminal_summary_shows_the_difference() -> None:
+    from pytest_trt.pytest_plugin.channel import WorkerOutput
+    from pytest_trt.pytest_plugin.terminal import SummaryData, write_summary
+
+    lines: list[tuple[str, dict[str, Any]]] = []
+
+    class Reporter:
+        def write_line(self, line: str, **markup: Any) -> None:
+            lines.append((line, markup))
+
+        def section(self, title: str) -> None:
+            lines.append((f"== {title}", {}))
+
+    out = WorkerOutput(nondeterministic=["rebuild of 'drift' (onnxruntime) gave another engine"])
+    received = WorkerOutput.received({"pytest_trt": {"nondeterministic": out.nondeterministic}})  # xdist round trip
+    write_summary(Reporter(), SummaryData(output=received))
+    assert ("WARNING rebuild of 'drift' (onnxruntime) gave another engine", {"yellow": True}) in lines
