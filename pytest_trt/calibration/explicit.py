@@ -304,8 +304,9 @@ def _calibrate(config: BuildConfig, calib: Calibration, data_sha256: str | None)
     _refuse_unknown_nodes(config, calib)
     if ranges is None:
         # the ranges do not depend on which nodes are left in float: one computation serves every exclusion set
-        memo = store_key(config.replace(calibration=dataclasses.replace(calib, exclude_nodes=())),
-                         config.onnx_sha256, data_sha256)
+        unexcluded = {k: v for k, v in calib.canonical(data_sha256).items() if k != "exclude_nodes"}
+        memo = hashlib.sha256(json.dumps([config.onnx_sha256, unexcluded, METHODS.get(calib.algorithm)],
+                                         sort_keys=True).encode()).hexdigest()
         ranges = _RANGES.get(memo)
         if ranges is None:
             batches = used.batches(calib.batch_size)

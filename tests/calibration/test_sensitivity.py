@@ -25,6 +25,11 @@ import pytest
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
+# imported here, before any in-process pytester run of this folder restores sys.modules: a golden module first
+# imported inside one would come back as a second copy (isinstance of its results fails)
+import pytest_trt.golden.updating  # noqa: E402, F401
+import pytest_trt.golden.verifying  # noqa: E402, F401
+import pytest_trt.golden.workflow  # noqa: E402, F401
 from pytest_trt.config import BuildConfig, Calibration  # noqa: E402
 from pytest_trt.errors import ConfigError  # noqa: E402
 
