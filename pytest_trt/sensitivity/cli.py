@@ -118,7 +118,7 @@ def error_lines(errors: Any, top: int) -> list[str]:
                      f"{t.kind:<10}  {t.tensor}  ({t.producer or '-'} -> {', '.join(t.consumers) or 'output'})")
     if len(errors.tensors) > top:
         lines.append(f"... {len(errors.tensors) - top} more (--top N, or --json)")
-    lines.append("nodes to leave in float first (worst own SQNR of their quantized inputs):")
+    lines.append("nodes to leave in float first (worst own SQNR of the quantized tensors they read or write):")
     lines += [f"  {_db(s):>6} dB  {n}" for n, s in errors.ranked_nodes()[:5]]
     return lines
 
