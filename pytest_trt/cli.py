@@ -11,6 +11,7 @@ Commands::
     pytest-trt golden show FILE
     pytest-trt onnx nodes MODEL [--op OP]
     pytest-trt calib show CACHE | calib diff OLD NEW  (see pytest_trt.calibration.cli)
+    pytest-trt calib errors|search PINS.toml CONFIG --golden FILE  (see pytest_trt.sensitivity.cli)
     pytest-trt catalog add|query|show|history|push|prune ...  (see pytest_trt.catalog.cli)
     pytest-trt monitor spec|rules|check ...  (see pytest_trt.monitor.cli)
 
@@ -336,7 +337,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_onnx_nodes)
     from pytest_trt.calibration.cli import add_calib_commands
 
-    add_calib_commands(groups, common)
+    calib = add_calib_commands(groups, common)
+    from pytest_trt.sensitivity.cli import add_sensitivity_commands
+
+    add_sensitivity_commands(calib, common)
     upgrade_cli.register_upgrade(groups, common)
     from pytest_trt.catalog.cli import add_catalog_commands
 

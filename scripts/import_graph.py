@@ -42,8 +42,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 6 audit bundles
     ("audit",),
     # 7 reading many bundles and goldens: upgrade review, catalog, the output monitor (its runtime, which a
-    #   service embeds, imports compare and numpy only; its commands read goldens)
-    ("upgrade", "catalog", "monitor"),
+    #   service embeds, imports compare and numpy only; its commands read goldens), INT8 sensitivity
+    ("upgrade", "catalog", "monitor", "sensitivity"),
     # 8 front ends: the pytest plugin and the command line
     ("plugin", "pytest_plugin", "cli", "testing"),
 )

@@ -52,6 +52,9 @@ _MLFLOW_SECRET = (_MLFLOW + "test_credentials_in_the_uri_are_never_stored_or_pri
                   _MLFLOW + "test_a_server_error_quoting_the_credentials_is_scrubbed")
 _CATALOG_RO = ("tests/catalog/test_catalog_read_only.py",)
 _SMALL = ("tests/hardening/test_small_bad_inputs.py",)
+_SENS = ("tests/calibration/test_sensitivity.py",)
+_SENS_ERR = "pytest_trt/sensitivity/tensor_errors.py"
+_SENS_SEARCH = "pytest_trt/sensitivity/search.py"
 
 MUTANTS = (
     # -- audit/verify.py, audit/tarscan.py, audit/schema.py: reading bundles --------------------------------------
@@ -566,6 +569,36 @@ MUTANTS = (
     Mutant("log-diff-tactics-ignored", "pytest_trt/upgrade/cli.py",
            "mask_tactics=not args.tactics, onnx=args.onnx", "mask_tactics=True, onnx=args.onnx",
            ("tests/upgrade/test_log_diff.py",), "log diff --tactics still masks tactic changes"),
+    # -- sensitivity/: the ranking and the search's stop rule ----------------------------------------------------
+    Mutant("sens-rank-best-first", _SENS_ERR, "return sorted(worst.items(), key=lambda kv: (kv[1], kv[0]))",
+           "return sorted(worst.items(), key=lambda kv: (-kv[1], kv[0]))", _SENS,
+           "the least damaged nodes are tried first: the search ends with a large set, or none"),
+    Mutant("sens-rank-readers-only", _SENS_ERR,
+           "for node in {*t.consumers, *((t.producer,) if t.producer else ())} & self.quantizable:",
+           "for node in {*t.consumers} & self.quantizable:", _SENS,
+           "a tensor quantized at its writer's output never names the writer: its Q/DQ pair cannot go"),
+    Mutant("sens-rank-any-node", _SENS_ERR,
+           "for node in {*t.consumers, *((t.producer,) if t.producer else ())} & self.quantizable:",
+           "for node in {*t.consumers, *((t.producer,) if t.producer else ())}:", _SENS,
+           "nodes the quantizer passes over (Div) are excluded: a pin with no-op names, a larger set"),
+    Mutant("sens-rank-accumulated", _SENS_ERR, "worst[node] = min(worst.get(node, math.inf), t.sqnr_db)",
+           "worst[node] = min(worst.get(node, math.inf), t.accumulated_sqnr_db or t.sqnr_db)", _SENS,
+           "ranked by the error accumulated from upstream: the last layers look worst, not the bad range"),
+    Mutant("sens-stop-past-first-pass", _SENS_SEARCH,
+           "                    out.stopped, out.found = FOUND, tuple(names[:k])\n                    break",
+           "                    out.stopped, out.found = FOUND, tuple(names[:k])", _SENS,
+           "the greedy search goes on after the first passing set and reports a larger one"),
+    Mutant("sens-stop-no-feasibility", _SENS_SEARCH, "        elif not names or not probe(len(names)):",
+           "        elif not names:", _SENS,
+           "a model no exclusion can fix spends the whole budget instead of saying so"),
+    Mutant("sens-stop-budget-off-by-one", _SENS_SEARCH, "            if out.evaluations >= budget:",
+           "            if out.evaluations > budget:", _SENS, "one candidate more than the budget is built"),
+    Mutant("sens-stop-bisect-upper", _SENS_SEARCH, "            hi = mid\n", "            lo = mid + 1\n", _SENS,
+           "bisection moves the wrong bound on a pass and misses the shortest passing prefix"),
+    Mutant("rebuild-determinism-unchecked", "pytest_trt/engines/provider.py",
+           "        if previous.engine_sha256 == built.engine_sha256:\n            return",
+           "        if True:\n            return", ("tests/foundation/test_rebuild_determinism.py",),
+           "a rebuild that gives another engine passes silently, also under trt_require_deterministic_build"),
 )
 
 

@@ -179,6 +179,11 @@ def check_calibration(
             raise refuse("calibration.algorithm",
                          f"{product} calibrates implicit INT8 with its calibrators: choose one of "
                          f"{', '.join(IMPLICIT_CALIBRATORS)} (not {calib.algorithm!r})")
+        if calib.exclude_nodes:
+            raise refuse("calibration.exclude_nodes",
+                         f"{product} calibrates implicit INT8, where no node can be left out of quantization by "
+                         "name; exclude_nodes is honoured by the explicit Q/DQ path (TensorRT-RTX, TensorRT 11, "
+                         "ONNX Runtime): build there, or remove exclude_nodes")
         return precision
     if calib.algorithm not in EXPLICIT_METHODS:
         raise refuse("calibration.algorithm",

@@ -28,10 +28,10 @@ def tolerance(text: str) -> float:
     return value
 
 
-def add_calib_commands(groups: Any, common: argparse.ArgumentParser) -> None:
-    """Add the ``calib`` group to the CLI's subparsers."""
-    calib = groups.add_parser("calib", help="show and compare TensorRT calibration caches").add_subparsers(
-        dest="command", required=True, metavar="{show,diff}")
+def add_calib_commands(groups: Any, common: argparse.ArgumentParser) -> Any:
+    """Add the ``calib`` group to the CLI's subparsers; return its subparsers (``errors`` and ``search`` join it)."""
+    calib = groups.add_parser("calib", help="calibration caches; per-tensor INT8 error and the sensitivity search"
+                              ).add_subparsers(dest="command", required=True, metavar="{show,diff,errors,search}")
     p = calib.add_parser("show", parents=[common], help="header, TensorRT version, algorithm and scales of a cache")
     p.add_argument("cache", type=Path, metavar="CACHE")
     p.set_defaults(func=cmd_calib_show)
@@ -41,6 +41,7 @@ def add_calib_commands(groups: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("new", type=Path, metavar="NEW")
     p.add_argument("--rtol", type=tolerance, default=0.0, help="ignore scale ratios within 1 +- RTOL (default 0)")
     p.set_defaults(func=cmd_calib_diff)
+    return calib
 
 
 def _read(path: Path) -> Any:

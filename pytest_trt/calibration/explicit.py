@@ -55,6 +55,8 @@ MIN_ONNXRUNTIME = (1, 20)
 QDQ_FILE = "model.qdq.onnx"
 CACHE_FILE = "calibration.cache"
 INFO_FILE = "calibration.json"
+#: ranges computed in this process, by the store key of the config without exclude_nodes (a few KiB each)
+_RANGES: dict[str, Ranges] = {}
 __all__ = ["ExplicitCalibration", "build_explicit", "built_onnx", "calibrate_explicit", "set_store_root",
            "store_root"]
 
@@ -266,6 +268,25 @@ def _refuse_foreign(config: BuildConfig, calib: Calibration, ranges: Ranges, ten
             "point cache= at this model's cache.", config_name=config.name, stage="calibration")
 
 
+def _refuse_unknown_nodes(config: BuildConfig, calib: Calibration) -> None:
+    """Every name in ``exclude_nodes`` is a node of the model (a typo would leave the node quantized, silently)."""
+    if not calib.exclude_nodes:
+        return
+    import difflib
+
+    import onnx
+
+    nodes = [n.name for n in onnx.load(str(config.onnx), load_external_data=False).graph.node]
+    unknown = [n for n in calib.exclude_nodes if n not in set(nodes)]
+    if unknown:
+        near = difflib.get_close_matches(unknown[0], nodes, n=3)
+        raise ConfigError(
+            f"BuildConfig {config.name!r}: Calibration.exclude_nodes names {', '.join(map(repr, unknown))}, which "
+            f"{config.onnx} has no node of" + (f" (did you mean {', '.join(map(repr, near))}?)" if near else "")
+            + "; give the ONNX node names (`pytest-trt calib errors` lists them)",
+            field="calibration.exclude_nodes")
+
+
 def _calibrate(config: BuildConfig, calib: Calibration, data_sha256: str | None) -> tuple[bytes, str, dict[str, Any]]:
     import onnxruntime
 
@@ -280,14 +301,22 @@ def _calibrate(config: BuildConfig, calib: Calibration, data_sha256: str | None)
     used, tensors = model_samples(calib, config.onnx, config_name=config.name)
     if ranges is not None:
         _refuse_foreign(config, calib, ranges, tensors)
+    _refuse_unknown_nodes(config, calib)
     if ranges is None:
-        batches = used.batches(calib.batch_size)
-        with contextlib.redirect_stdout(io.StringIO()):
-            ranges = compute_ranges(config.onnx, batches, calib.algorithm, percentile=calib.percentile)
+        # the ranges do not depend on which nodes are left in float: one computation serves every exclusion set
+        unexcluded = {k: v for k, v in calib.canonical(data_sha256).items() if k != "exclude_nodes"}
+        memo = hashlib.sha256(json.dumps([config.onnx_sha256, unexcluded, METHODS.get(calib.algorithm)],
+                                         sort_keys=True).encode()).hexdigest()
+        ranges = _RANGES.get(memo)
+        if ranges is None:
+            batches = used.batches(calib.batch_size)
+            with contextlib.redirect_stdout(io.StringIO()):
+                ranges = compute_ranges(config.onnx, batches, calib.algorithm, percentile=calib.percentile)
+            _RANGES[memo] = ranges
     scales = ranges.scales()
     ranges_s = time.perf_counter() - t0
     try:
-        qdq = quantize(config.onnx, ranges, per_channel=calib.per_channel)
+        qdq = quantize(config.onnx, ranges, per_channel=calib.per_channel, exclude_nodes=calib.exclude_nodes)
     except ValueError as exc:  # onnxruntime's quantizer: a tensor without a range
         if source != "cache":
             raise
@@ -307,6 +336,7 @@ def _calibrate(config: BuildConfig, calib: Calibration, data_sha256: str | None)
         "cache_sha256": hashlib.sha256(cache_text.encode("utf-8")).hexdigest(),
         "qdq_model_sha256": hashlib.sha256(qdq).hexdigest(),
         "ranges": ranges.to_json(),
+        "exclude_nodes": list(calib.exclude_nodes),
         "samples": used.n,
         "batches": -(-used.n // calib.batch_size),
         "class_counts": {str(k): v for k, v in used.class_counts().items()},

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import io
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,11 @@ from pytest_trt.calibration.ranges import METHODS, Ranges, op_types_to_calibrate
 TENSORRT_QDQ_OPTIONS: dict[str, Any] = {"QuantizeBias": False, "ActivationSymmetric": True, "WeightSymmetric": True}
 
 
-def quantize(model: Path, ranges: Ranges, *, per_channel: bool = False) -> bytes:
-    """The Q/DQ ONNX bytes of ``model`` with ``ranges`` (QInt8 activations and weights)."""
+def quantize(model: Path, ranges: Ranges, *, per_channel: bool = False, exclude_nodes: Sequence[str] = ()) -> bytes:
+    """The Q/DQ ONNX bytes of ``model`` with ``ranges`` (QInt8 activations and weights).
+
+    ``exclude_nodes``: node names the quantizer leaves in float (its ``nodes_to_exclude``).
+    """
     import numpy as np
     import onnx
     from onnxruntime.quantization.calibrate import CalibrationMethod, TensorData, TensorsData
@@ -39,7 +43,7 @@ def quantize(model: Path, ranges: Ranges, *, per_channel: bool = False) -> bytes
         loaded = load_model_with_shape_infer(Path(model))
         quantizer = QDQQuantizer(
             loaded, per_channel, False, QuantType.QInt8, QuantType.QInt8, TensorsData(method, data),
-            None, None, op_types_to_calibrate(), dict(TENSORRT_QDQ_OPTIONS),
+            None, list(exclude_nodes) or None, op_types_to_calibrate(), dict(TENSORRT_QDQ_OPTIONS),
         )
         quantizer.quantize_model()
     with tempfile.TemporaryDirectory(prefix="pytest-trt-qdq-") as tmp:

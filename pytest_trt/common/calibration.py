@@ -45,6 +45,9 @@ class Calibration:
     ``cache``: TensorRT-format calibration cache path (read when it exists
     and was written by the same algorithm, written otherwise).
     ``cache_sha256``: pins that cache's bytes; a mismatch fails the build.
+    ``exclude_nodes``: ONNX node names left in float by explicit quantization (the Q/DQ path on every
+    backend: ONNX Runtime's quantizer ``nodes_to_exclude``); stored sorted and unique.  ``pytest-trt calib
+    search`` finds a set that makes a golden pass and writes it.
 
     The config hash covers every field and the calibration data's digest,
     not the data or cache *paths* (moving a repository keeps its pins).
@@ -58,6 +61,7 @@ class Calibration:
     percentile: float | None = None
     per_channel: bool = False
     cache_sha256: str | None = None
+    exclude_nodes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         def bad(name: str, why: str) -> ConfigError:
@@ -98,6 +102,7 @@ class Calibration:
                           f"{self.cache_sha256!r}")
             if self.cache is None:
                 raise bad("cache_sha256", "pins a cache file, so give cache= too")
+        object.__setattr__(self, "exclude_nodes", _node_names(self.exclude_nodes, self.algorithm))
         data = self.data
         if data is None:
             return
@@ -132,6 +137,8 @@ class Calibration:
             "num_batches": self.num_batches,
             "percentile": self.percentile,
             "per_channel": self.per_channel,
+            # only when set: every config calibrated without exclusions keeps its config hash
+            **({"exclude_nodes": list(self.exclude_nodes)} if self.exclude_nodes else {}),
         }
 
     def canonical(self, data_sha256: str | None = None) -> dict[str, Any]:
@@ -141,3 +148,16 @@ class Calibration:
         data["cache"] = self.cache is not None
         return data
 
+
+
+def _node_names(value: Any, algorithm: str) -> tuple[str, ...]:
+    """``exclude_nodes`` as a sorted tuple of unique, non-empty node names (a lone string is one name)."""
+    names = (value,) if isinstance(value, str) else value
+    if not isinstance(names, (tuple, list)) or not all(isinstance(n, str) and n for n in names):
+        raise ConfigError(f"Calibration.exclude_nodes: expected a list of ONNX node names like "
+                          f"['/block1/block1.0/Conv'], got {value!r}", field="calibration.exclude_nodes")
+    if names and algorithm not in EXPLICIT_METHODS:
+        raise ConfigError(f"Calibration.exclude_nodes applies to explicit Q/DQ quantization "
+                          f"({', '.join(EXPLICIT_METHODS)}), not to the {algorithm} calibrator",
+                          field="calibration.exclude_nodes")
+    return tuple(sorted(set(names)))
