@@ -12,7 +12,6 @@ import importlib
 import importlib.util
 import threading
 import time
-from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -188,7 +187,6 @@ class TensorRTBackend(registry.RegistryVersions):
             )
         # the pin's builder flags, exactly: its precision's (as validation checked them) and its own
         builder_flags = tuple(sorted(set(f.precision_flags(config.precision)) | set(config.flags)))
-        timing_before = _file_sha256(config.timing_cache)  # the tactic timings this build starts from: evidence
         configured = configure(trt, f, builder, network, config, builder_flags)
         builder_config, effective = configured.builder_config, configured.effective
         if config.calibration is not None:  # implicit INT8 (TensorRT <= 10): a calibrator on the config
@@ -213,11 +211,9 @@ class TensorRTBackend(registry.RegistryVersions):
             check_pinned_cache(config)
         if configured.timing_cache is not None and config.timing_cache is not None:
             write_bytes_atomic(config.timing_cache, bytes(memoryview(builder_config.get_timing_cache().serialize())))
-        extra = ({"timing_cache": {"sha256_before": timing_before, "sha256_after": _file_sha256(config.timing_cache)}}
-                 if config.timing_cache is not None else {})
         return BuildResult.built_for(  # the pinned config, also for its Q/DQ model's build
             request, engine=bytes(memoryview(serialized)), effective=effective, versions=versions,
-            durations={"parse": parse_s, "build": build_s}, extra=extra,
+            durations={"parse": parse_s, "build": build_s},
         )
 
     def _parse_failure(self, config: BuildConfig, parser: Any) -> BuildFailed:
@@ -284,12 +280,3 @@ def _call(obj: Any, name: str) -> Any:
         return value() if callable(value) else value
     except Exception:
         return None
-
-
-def _file_sha256(path: Path | None) -> str | None:
-    """sha256 of a timing cache file (None: no file, or none pinned); a few MiB at most, read whole."""
-    if path is None or not Path(path).is_file():
-        return None
-    import hashlib
-
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

@@ -68,7 +68,6 @@ class EngineProvider:
         build_flag: str = "--trt-engine-build",
         on_progress: Callable[[str], None] | None = None,
         backend: Backend | None = None,
-        require_deterministic: bool = False,
     ) -> None:
         self.backend_name = backend_name
         self.why = why
@@ -87,10 +86,6 @@ class EngineProvider:
         self.events: list[EngineEvent] = []
         self._writers: list[Future[None]] = []
         self.write_errors: list[str] = []
-        #: a rebuild that gave another engine fails (ini trt_require_deterministic_build) instead of being reported
-        self.require_deterministic = require_deterministic
-        #: one line per rebuild that gave another engine than the cache entry it replaced
-        self.nondeterministic: list[str] = []
 
     @property
     def backend(self) -> Backend:
@@ -183,7 +178,6 @@ class EngineProvider:
             )
         # another worker may have built it while we waited for the lock
         lock, result, corrupt = self.cache.reserve(key, reread=not self.rebuild)
-        previous = self._previous(key) if self.rebuild and result is None else None
         if corrupt is not None:
             self._progress(corrupt)
         if result is not None:
@@ -201,8 +195,6 @@ class EngineProvider:
                     exc.log_path = self.cache.save_failure(name, key, format_log(log))
                 raise
             built.start_engine_digest()  # hashed on a thread from now (a no-op when the backend started it)
-            if previous is not None:
-                self._check_rebuild(request, previous, built)
             # The test goes on with the engine in memory while a thread writes the cache entry;
             # the key's lock is held until the entry is complete, so other workers wait for it.
             # The thread starts without waiting for it to run (Thread.start waits: up to 4 ms on a busy
@@ -216,37 +208,6 @@ class EngineProvider:
             if not handed_off:
                 lock.release()
         return built, "rebuilt-corrupt" if corrupt is not None else "built"
-
-    def _previous(self, key: str) -> BuildResult | None:
-        """The cache entry a rebuild replaces (None when there is none, or it is damaged)."""
-        try:
-            return self.cache.load(key)
-        except (CacheCorrupt, OSError):
-            return None
-
-    def _check_rebuild(self, request: BuildRequest, previous: BuildResult, built: BuildResult) -> None:
-        """Compare a rebuild with the entry it replaces: engine bytes, then the records' layers and tactics."""
-        if previous.engine_sha256 == built.engine_sha256:
-            return
-        from pytest_trt.buildlog.record_diff import diff_records
-
-        config = request.config
-        try:
-            diff = diff_records(self.backend.record(previous, config), self.backend.record(built, config),
-                                mask_tactics=False)
-            structure = "same layers and tactics" if diff.is_empty else diff.render()
-        except Exception as exc:  # noqa: BLE001 - a record that cannot be made still leaves the bytes compared
-            structure = f"records not compared ({type(exc).__name__}: {exc})"
-        message = (f"rebuild of {config.name!r} ({self.backend.name}) gave another engine for the same pinned config "
-                   f"(config hash {request.config_hash[:12]}): engine sha256 {previous.engine_sha256[:12]} -> "
-                   f"{built.engine_sha256[:12]}; build record diff: {structure}")
-        self.nondeterministic.append(message)
-        self._progress(message)
-        if self.require_deterministic:
-            raise BuildFailed(f"{message}. ini trt_require_deterministic_build = true requires the same engine: pin "
-                              "what varies (timing cache, tactic sources, builder optimization level) or turn the "
-                              "ini key off; the cache entry was left as it was",
-                              config_name=config.name, stage="determinism")
 
     def flush(self) -> list[str]:
         """Wait until every cache entry of this session is on disk; return the write errors."""

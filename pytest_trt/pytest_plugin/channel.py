@@ -19,7 +19,6 @@ class WorkerOutput:
     bundle_failures: list[str] = field(default_factory=list)
     golden_refreshed: list[tuple[str, str]] = field(default_factory=list)  # (test id, what the refresh changed)
     golden_notes: list[tuple[str, str]] = field(default_factory=list)  # (test id, provenance note)
-    nondeterministic: list[str] = field(default_factory=list)  # rebuilds that gave another engine
 
     def send(self, workeroutput: dict[str, Any]) -> None:
         workeroutput[KEY] = asdict(self)

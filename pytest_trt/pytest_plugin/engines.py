@@ -40,8 +40,7 @@ def make_provider(config: pytest.Config, options: opt.Options) -> EngineProvider
             reporter.write_line(f"pytest-trt: {text}")
 
     return EngineProvider(backend, why=why, cache_dir=options.cache_dir, build=options.engine_build,
-                          rebuild=options.rebuild, build_flag=opt.ENGINE_BUILD, on_progress=progress,
-                          require_deterministic=options.require_deterministic)
+                          rebuild=options.rebuild, build_flag=opt.ENGINE_BUILD, on_progress=progress)
 
 
 def engine_for(provider: EngineProvider, record: ItemRecord, config: BuildConfig) -> Engine:

@@ -278,7 +278,6 @@ class TrtSession:
 
             out.engines = summary_rows(self._provider)
             out.cache_errors = list(self._provider.write_errors)
-            out.nondeterministic = list(self._provider.nondeterministic)
         if self._recorder is not None:
             from pytest_trt.audit.recorder import summary_rows as bundle_rows
 

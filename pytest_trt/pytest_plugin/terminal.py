@@ -34,8 +34,6 @@ def write_summary(terminalreporter: Any, data: SummaryData) -> None:
             write(line)
     for error in own.cache_errors:
         write(f"WARNING {error}", yellow=True)
-    for line in own.nondeterministic:
-        write(f"WARNING {line}", yellow=True)
     if own.bundles or own.bundle_failures:
         from pytest_trt.pytest_plugin.audit import bundle_summary
 
