@@ -228,6 +228,12 @@ MUTANTS = (
     Mutant("golden-file-digest-unchecked", "pytest_trt/golden/integrity.py",
            "    if found not in expected:\n", "    if False:\n", _INTEGRITY,
            "a golden whose bytes differ from its approved digest is handed to h5py (may hang, edits pass)"),
+    Mutant("golden-prefetch-trusted-after-change", "pytest_trt/common/fileio.py",
+           "        pending = _PENDING.pop(key, None)\n",
+           "        pending = next((_PENDING.pop(k) for k in list(_PENDING) if k[0] == key[0]), None)\n",
+           ("tests/golden/test_golden_prefetch.py",),
+           "a golden hashed early and changed before its check passes on the early digest (h5py opens unverified "
+           "bytes)"),
     Mutant("golden-no-child-probe", "pytest_trt/golden/integrity.py",
            "        probe(path, data=data, timeout=timeout)\n", "", _INTEGRITY,
            "a golden without a digest file is opened in-process: a damaged one can hang the session"),

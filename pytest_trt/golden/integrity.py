@@ -6,7 +6,8 @@ The HDF5 library can loop forever on some damaged files, so catching its excepti
   (``sha256sum`` format, so ``sha256sum -c`` checks it too) and in its APPROVALS.jsonl line.  Every
   reader (:class:`~pytest_trt.golden.store.GoldenFile`: checks, ``golden show``, timing) and the
   refresh path (:func:`pytest_trt.golden.atomic.update`) hash the file, streamed, before h5py opens
-  it; a mismatch fails at once, naming the file, both digests and the fix.  While an update replaces
+  it; a mismatch fails at once, naming the file, both digests and the fix.  The hash starts on another core
+  as soon as the test's golden is known (:func:`prefetch`), so a check mostly finds it made.  While an update replaces
   the file the sidecar names both the old and the new digest, so a kill at any moment leaves a file
   that matches it.
 * A file without a sidecar (written before it existed) is opened first in a child process with a
@@ -34,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from pytest_trt.common.fileio import sha256_file, write_text_atomic
+from pytest_trt.common.fileio import prefetch_sha256, sha256_file, write_text_atomic
 from pytest_trt.compare.render import update_command
 from pytest_trt.errors import GoldenCorrupt
 
@@ -82,6 +83,22 @@ def read_sidecar(path: Path) -> tuple[str, ...] | None:
 def write_sidecar(path: Path, digests: Iterable[str]) -> None:
     """``<file>.sha256`` accepting ``digests`` (atomically)."""
     write_text_atomic(sidecar_path(path), "".join(f"{d}  {path.name}\n" for d in dict.fromkeys(digests)))
+
+
+def prefetch(path: Path) -> bool:
+    """Start hashing golden ``path`` on another core, when it has a digest file, so that :func:`check_file` finds
+    the sha256 made (or waits for its end) instead of hashing in line: called as soon as the test's golden is known
+    (its engine or ``trt_golden`` requested), it overlaps the engine's build or load and the rest of the setup.
+
+    Nothing is trusted early: :func:`check_file` compares the digest with the digest file as before, and uses it
+    only while the file keeps the identity (path, size, mtime, ctime, inode) it had while it was hashed.
+    """
+    try:
+        if not sidecar_path(path).is_file():
+            return False
+    except OSError:
+        return False
+    return prefetch_sha256(path)
 
 
 def check_file(path: Path, *, data: Path | None = None, timeout: float | None = None) -> str | None:

@@ -163,6 +163,7 @@ class TrtSession:
         """The engine of ``config`` for a test: skip when not built, fail with the message on user errors."""
         from pytest_trt.pytest_plugin.engines import engine_for
 
+        self.golden.prefetch(request.node)  # the golden's digest runs on another core while the engine loads
         return engine_for(self.provider, self.record(request.node), config)
 
     def backend(self) -> Any:
@@ -208,6 +209,15 @@ class TrtSession:
         ]
         if problems:
             raise pytest.UsageError("invalid trt markers:\n  " + "\n  ".join(problems))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
+        """The golden files of this test and the next start hashing on another core (each once, checked by identity
+        when the check needs it): the digest overlaps fixture setup, the engine's load and the test before."""
+        for node in (item, nextitem):
+            if node is not None and opt.GOLDEN_FIXTURE in getattr(node, "fixturenames", ()) \
+                    and node.get_closest_marker(opt.MARKER) is not None:
+                self.golden.prefetch(node)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:

@@ -41,6 +41,32 @@ def test_slash_outputs_approve_then_check(project: pytest.Pytester) -> None:
     checked.assert_outcomes(passed=1)
 
 
+PREFETCH_COUNTER = """
+import pytest
+from pytest_trt.common import background, fileio
+
+STARTED = []
+_on_thread = background.on_thread
+
+def counting(name, *steps, **kwargs):
+    STARTED.append(name)
+    return _on_thread(name, *steps, **kwargs)
+
+fileio.on_thread = counting
+
+def pytest_sessionfinish(session):
+    with open("prefetched.txt", "w") as fh:
+        fh.write(f"{STARTED.count('sha256-prefetch')} {len(fileio._PENDING)}")
+"""
+
+
+def test_golden_is_hashed_early_on_another_core_once(project: pytest.Pytester) -> None:
+    project.makeconftest(PREFETCH_COUNTER)
+    project.runpytest_subprocess(*ARGS).assert_outcomes(passed=1)
+    started, left = map(int, (project.path / "prefetched.txt").read_text().split())
+    assert (started, left) == (1, 0)  # started before the engine loaded, waited for by the check
+
+
 def test_damaged_golden_fails_the_session_within_seconds(project: pytest.Pytester) -> None:
     path = project.path / "golden" / "slash.h5"
     raw = path.read_bytes()
