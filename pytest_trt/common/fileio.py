@@ -204,27 +204,29 @@ def locked(lock_file: Path, *, what: str, timeout: float = LOCK_TIMEOUT_S) -> It
         held.release()
 
 
+#: a file's identity: (absolute path, size, mtime_ns, ctime_ns, inode)
+FileKey = tuple[str, int, int, int, int]
 #: sha256 of files already hashed, by (path, size, mtime, ctime, inode): a cache key and a golden
 #: check each need the ONNX file's hash, and a 14 MB model takes ~10 ms per hash.
 #: ctime changes on every write and cannot be set back by ``os.utime``, so an edited file is rehashed.
 _SHA256_MEMO: dict[tuple[str, int, int, int, int], str] = {}
 #: hashes started early on another core (:func:`prefetch_sha256`), by the identity the file had then
-_PENDING: dict[tuple[str, int, int, int, int], Future[tuple[str, bool]]] = {}
-_IdKey = tuple[str, int, int, int, int]
+_PENDING: dict[FileKey, Future[tuple[str, bool]]] = {}
 
 
-def _identity(path: Path | str, st: os.stat_result) -> _IdKey:
+def file_identity(path: Path | str, st: os.stat_result) -> FileKey:
+    """The memo key of ``path`` with stat result ``st``: (absolute path, size, mtime_ns, ctime_ns, inode)."""
     return (os.path.abspath(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
-def _hash_stable(path: Path | str, key: _IdKey) -> tuple[str, bool]:
+def _hash_stable(path: Path | str, key: FileKey) -> tuple[str, bool]:
     """(sha256, whether the file kept identity ``key`` from before its first byte was read to after its last)."""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
-        stable = _identity(path, os.fstat(fh.fileno())) == key
+        stable = file_identity(path, os.fstat(fh.fileno())) == key
         while block := fh.read(1 << 20):
             h.update(block)
-        stable = stable and _identity(path, os.fstat(fh.fileno())) == key
+        stable = stable and file_identity(path, os.fstat(fh.fileno())) == key
     return h.hexdigest(), stable
 
 
@@ -237,7 +239,7 @@ def prefetch_sha256(path: Path | str) -> bool:
     Never raises: False when nothing was started (no such file, or hashed already: True then too).
     """
     try:
-        key = _identity(path, os.stat(path))
+        key = file_identity(path, os.stat(path))
     except OSError:
         return False
     if key in _SHA256_MEMO or key in _PENDING:
@@ -260,9 +262,9 @@ def sha256_file(path: Path | str, *, memo: bool = False) -> str:
     With ``memo``, a file whose path, size, mtime, ctime and inode are unchanged is not read again, and a hash
     :func:`prefetch_sha256` started for the file as it is now is waited for instead of hashing it again.
     """
-    key: _IdKey | None = None
+    key: FileKey | None = None
     if memo:
-        key = _identity(path, os.stat(path))
+        key = file_identity(path, os.stat(path))
         known = _SHA256_MEMO.get(key)
         if known is not None:
             return known
@@ -285,7 +287,18 @@ def sha256_file(path: Path | str, *, memo: bool = False) -> str:
     return digest
 
 
-def _remember(key: _IdKey, digest: str) -> None:
+def known_sha256(key: FileKey) -> str | None:
+    """The sha256 made of the file of identity ``key`` in this process, if any."""
+    return _SHA256_MEMO.get(key)
+
+
+def remember_sha256(key: FileKey, digest: str) -> None:
+    """Record ``digest`` as the sha256 of the file of identity ``key`` (:func:`file_identity`), made by a caller that
+    read every byte of it (a golden's blocks checked against the digests of its approval)."""
+    _remember(key, digest)
+
+
+def _remember(key: FileKey, digest: str) -> None:
     if len(_SHA256_MEMO) > 4096:  # a session hashes a few models; never grow without bound
         _SHA256_MEMO.clear()
     _SHA256_MEMO[key] = digest
