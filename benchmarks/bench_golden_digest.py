@@ -18,9 +18,12 @@ the torchvision-size MobileNetV2 of ``benchmarks/models.py`` built and run by th
 ``--session``: the path the product takes, for both cases (``--model`` picks one): a pytest project whose test runs
 ``trt_golden.check`` (the stand-in through the ``@pytest.mark.trt`` config; MobileNetV2 through ``trt_engine``,
 built by ONNX Runtime in each session), approved once, then ``pytest`` run in a fresh process per round, alternating:
-``digest`` (as shipped: the file hash started on another core when the test's golden is known, the check waiting
-for it), ``in line`` (the same digest hashed inside the check, as before that prefetch) and ``bare`` (no digests).
-It prints, per variant, the session's wall time and the ``check()`` call's own time (medians), with the ratios to
+``blocks, started early`` (as shipped: the golden's blocks checked on another core from when the test begins, h5py
+reading through the reader that hands it checked blocks only), ``blocks, started at the check`` (the same with no
+early start), ``whole file hashed`` (the whole file's sha256 checked before h5py opens it by path, as before blocks
+were logged), ``bare, through the block reader`` (no check, h5py reading through the same reader: the digest's own
+cost is the first line against this one) and ``bare`` (no digests, h5py reading the path).  It prints, per variant,
+the session's wall time and the ``check()`` call's own time (medians, and each round's), with the ratios to
 ``bare``, and the load average.
 
 The target: the digests cost under 5 % of the check, or run within its read.  ``BENCH_DIR`` chooses where the
@@ -202,6 +205,9 @@ if VARIANT != "digest":
     integrity.prefetch = lambda path: False
 if VARIANT == "whole":
     integrity.BlockVerifier.of = classmethod(lambda cls, path, key, expected: None)
+if VARIANT == "reader":
+    integrity.BlockVerifier.start = lambda self: True
+    integrity.BlockVerifier.ensure = lambda self, start, stop: None
 
 @pytest.fixture
 def timed_check(trt_golden):
@@ -284,11 +290,11 @@ def _session(project: Path, model: str, gib: float, rounds: int) -> None:
         what = f"MobileNetV2 on ONNX Runtime, {samples} images 3x224x224"
     _pytest(project, "digest", "--trt-update-golden", "--trt-approve", "benchmark")
     size = (project / "golden" / f"{'logits' if model == 'pool' else 'mnv2'}.h5").stat().st_size
-    variants = ("digest", "inline", "whole", "bare")
+    variants = ("digest", "inline", "whole", "reader", "bare")
     times: dict[str, list[tuple[float, float]]] = {v: [] for v in variants}
     loads = []
     for i in range(rounds):
-        for v in variants[i % 4:] + variants[:i % 4]:  # each variant first in turn
+        for v in variants[i % 5:] + variants[:i % 5]:  # each variant first in turn
             times[v].append(_pytest(project, v))
         loads.append(os.getloadavg()[0])
     med = {v: (statistics.median(w for w, _ in t), statistics.median(c for _, c in t)) for v, t in times.items()}
@@ -297,13 +303,16 @@ def _session(project: Path, model: str, gib: float, rounds: int) -> None:
     print("  variant                         session s   check() s   session / bare   check / bare")
     bare_w, bare_c = med["bare"]
     labels = {"digest": "blocks, started early (shipped)", "inline": "blocks, started at the check",
-              "whole": "whole file hashed, then opened", "bare": "bare (no digests)"}
+              "whole": "whole file hashed, then opened", "reader": "bare, through the block reader",
+              "bare": "bare (no digests)"}
     for v in variants:
         w, c = med[v]
-        print(f"  {labels[v]:32s}{w:9.2f}   {c:9.2f}   {w / bare_w:14.3f}   {c / bare_c:12.3f}")
+        rounds_c = " ".join(f"{c_:.2f}" for _, c_ in times[v])
+        print(f"  {labels[v]:32s}{w:9.2f}   {c:9.2f}   {w / bare_w:14.3f}   {c / bare_c:12.3f}   rounds: {rounds_c}")
     cost = (med["digest"][1] - bare_c) / bare_c
-    print(f"  digest costs {cost * 100:+.1f} % of the bare check()   target < 5 %   "
-          f"{'MET' if cost < 0.05 else 'NOT MET'}")
+    same = (med["digest"][1] - med["reader"][1]) / med["reader"][1]
+    print(f"  digest costs {cost * 100:+.1f} % of the bare check(), {same * 100:+.1f} % of the bare check through the "
+          f"same reader   target < 5 %   {'MET' if max(cost, same) < 0.05 else 'NOT MET'}")
 
 
 if __name__ == "__main__":

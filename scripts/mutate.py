@@ -234,6 +234,10 @@ MUTANTS = (
            ("tests/golden/test_golden_prefetch.py",),
            "a golden hashed early and changed before its check passes on the early digest (h5py opens unverified "
            "bytes)"),
+    Mutant("golden-block-unchecked", "pytest_trt/golden/integrity.py",
+           "            ok = found == self.digests[i]\n", "            ok = True\n",
+           ("tests/golden/test_golden_prefetch.py",),
+           "h5py is handed a block of a damaged golden that does not match the digest its approval logged"),
     Mutant("golden-no-child-probe", "pytest_trt/golden/integrity.py",
            "        probe(path, data=data, timeout=timeout)\n", "", _INTEGRITY,
            "a golden without a digest file is opened in-process: a damaged one can hang the session"),

@@ -156,7 +156,10 @@ def open_checked(path: Path) -> tuple[str | None, BlockVerifier | None]:
     known = known_sha256(key)
     if known is not None and known in expected:
         return known, None
-    verifier = BlockVerifier.of(path, key, expected)
+    try:
+        verifier = BlockVerifier.of(path, key, expected)
+    except OSError:  # replaced or unreadable since the stat: the whole file is checked (and its error reported)
+        verifier = None
     if verifier is None:
         return check_file(path), None
     verifier.start()
@@ -262,7 +265,9 @@ class BlockVerifier:
                 rec = json.loads(line)
             except ValueError:
                 continue
-            blocks = rec.get(BLOCKS_FIELD) if isinstance(rec, dict) else None
+            if not isinstance(rec, dict):
+                continue
+            blocks = rec.get(BLOCKS_FIELD)
             if rec.get("file") != path.name or rec.get("file_sha256") not in expected or not isinstance(blocks, dict):
                 continue
             size, block, digests = blocks.get("size"), blocks.get("block"), blocks.get("sha256")
@@ -291,11 +296,12 @@ class BlockVerifier:
         return True
 
     def _run(self) -> None:
+        buffer = bytearray(min(self.block, self.size))  # one buffer for every block: no 32 MiB allocation each
         for i in range(len(self.digests)):
             if self._closed or self.failure is not None:
                 return
             if self._claim(i):
-                self._check(i)
+                self._check(i, buffer)
 
     def _claim(self, i: int) -> bool:
         with self._cond:
@@ -304,10 +310,13 @@ class BlockVerifier:
             self._state[i] = _BUSY
             return True
 
-    def _check(self, i: int) -> None:
+    def _check(self, i: int, buffer: bytearray | None = None) -> None:
+        length = min(self.block, self.size - i * self.block)
         try:
-            data = os.pread(self._fd, min(self.block, self.size - i * self.block), i * self.block)
-            found = hashlib.sha256(data).hexdigest()
+            buffer = bytearray(length) if buffer is None or len(buffer) < length else buffer
+            with memoryview(buffer)[:length] as view:
+                got = os.preadv(self._fd, [view], i * self.block)
+                found = hashlib.sha256(view[:got]).hexdigest()
             ok = found == self.digests[i]
         except OSError as exc:
             ok, found = False, f"unreadable ({exc.strerror})"

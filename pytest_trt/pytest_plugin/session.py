@@ -210,14 +210,22 @@ class TrtSession:
         if problems:
             raise pytest.UsageError("invalid trt markers:\n  " + "\n  ".join(problems))
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """The first golden test's golden starts being checked on another core now (not in an xdist worker, which
+        runs only the tests it is sent): the digest overlaps the session's start too."""
+        if hasattr(session.config, "workerinput"):
+            return
+        first = next((item for item in session.items if opt.GOLDEN_FIXTURE in getattr(item, "fixturenames", ())
+                      and item.get_closest_marker(opt.MARKER) is not None), None)
+        if first is not None:
+            self.golden.prefetch(first)
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
-        """The golden files of this test and the next start hashing on another core (each once, checked by identity
-        when the check needs it): the digest overlaps fixture setup, the engine's load and the test before."""
-        for node in (item, nextitem):
-            if node is not None and opt.GOLDEN_FIXTURE in getattr(node, "fixturenames", ()) \
-                    and node.get_closest_marker(opt.MARKER) is not None:
-                self.golden.prefetch(node)
+        """The test's golden starts being checked on another core (once; used only for the file as it was hashed)
+        before its fixtures are set up: the digest overlaps the engine's build or load."""
+        if opt.GOLDEN_FIXTURE in getattr(item, "fixturenames", ()) and item.get_closest_marker(opt.MARKER) is not None:
+            self.golden.prefetch(item)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
