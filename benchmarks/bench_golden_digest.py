@@ -15,6 +15,17 @@ nothing), then checked, alternating, ``--rounds`` times each (medians):
 the torchvision-size MobileNetV2 of ``benchmarks/models.py`` built and run by the product's ONNX Runtime backend
 (one round: minutes).
 
+``--session``: the path the product takes, for both cases (``--model`` picks one): a pytest project whose test runs
+``trt_golden.check`` (the stand-in through the ``@pytest.mark.trt`` config; MobileNetV2 through ``trt_engine``,
+built by ONNX Runtime in each session), approved once, then ``pytest`` run in a fresh process per round, alternating:
+``blocks, started early`` (as shipped: the golden's blocks checked on another core from when the test begins, h5py
+reading through the reader that hands it checked blocks only), ``blocks, started at the check`` (the same with no
+early start), ``whole file hashed`` (the whole file's sha256 checked before h5py opens it by path, as before blocks
+were logged), ``bare, through the block reader`` (no check, h5py reading through the same reader: the digest's own
+cost is the first line against this one) and ``bare`` (no digests, h5py reading the path).  It prints, per variant,
+the session's wall time and the ``check()`` call's own time (medians, and each round's), with the ratios to
+``bare``, and the load average.
+
 The target: the digests cost under 5 % of the check, or run within its read.  ``BENCH_DIR`` chooses where the
 1 GiB file goes (default: the system's temporary folder); it is removed at exit.
 """
@@ -59,16 +70,19 @@ class _Off:
     """Both digests switched off: the file is not hashed, slabs are not hashed (the check before digests)."""
 
     def __enter__(self) -> None:
-        self.saved: dict[str, Any] = {"check_file": integrity.check_file, "update": integrity.StreamDigest.update,
+        self.saved: dict[str, Any] = {"check_file": integrity.check_file, "open": integrity.open_checked,
+                                      "update": integrity.StreamDigest.update,
                                       "mismatch": integrity.DigestedArray.mismatch,
                                       "small": GoldenFile.small_parts_edited}
         integrity.check_file = lambda path, **kw: None  # type: ignore[assignment]
+        integrity.open_checked = lambda path: (None, None)  # type: ignore[assignment]
         integrity.StreamDigest.update = lambda self, start, rows: None  # type: ignore[method-assign]
         integrity.DigestedArray.mismatch = lambda self: None  # type: ignore[method-assign]
         GoldenFile.small_parts_edited = lambda self, snapshot: []  # type: ignore[method-assign]
 
     def __exit__(self, *exc: object) -> None:
         integrity.check_file = self.saved["check_file"]
+        integrity.open_checked = self.saved["open"]
         integrity.StreamDigest.update = self.saved["update"]  # type: ignore[method-assign]
         integrity.DigestedArray.mismatch = self.saved["mismatch"]  # type: ignore[method-assign]
         GoldenFile.small_parts_edited = self.saved["small"]  # type: ignore[method-assign]
@@ -78,11 +92,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gib", type=float, default=1.0)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--model", choices=("pool", "mobilenet"), default="pool")
+    parser.add_argument("--model", choices=("pool", "mobilenet"), default=None)
+    parser.add_argument("--session", action="store_true", help="time real pytest sessions (both models by default)")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-digest-", dir=os.environ.get("BENCH_DIR")))
     try:
-        if args.model == "mobilenet":
+        if args.session:
+            for model in (args.model,) if args.model else ("pool", "mobilenet"):
+                _session(folder / model, model, args.gib, args.rounds)
+            return
+        if args.model == "mobilenet":  # (None: the stand-in)
             _mobilenet(folder, args.gib, args.rounds)
             return
         onnx = folder / "logits.onnx"
@@ -170,6 +189,130 @@ def _mobilenet(folder: Path, gib: float, rounds: int) -> None:
     cost = (check_s - bare) / bare
     print(f"  digests cost {cost * 100:+.1f} % of the bare check (file sha256 alone: {sha / bare * 100:.1f} %)   "
           f"target < 5 %   {'MET' if cost < 0.05 else 'NOT MET'}")
+
+
+_CONFTEST = '''
+import os, sys, time
+sys.path.insert(0, {repo!r})
+import pytest
+from benchmarks.bench_golden_digest import _Off
+from pytest_trt.golden import integrity
+
+VARIANT = os.environ["BENCH_DIGEST"]
+if VARIANT == "bare":
+    _Off().__enter__()
+if VARIANT != "digest":
+    integrity.prefetch = lambda path: False
+if VARIANT == "whole":
+    integrity.BlockVerifier.of = classmethod(lambda cls, path, key, expected: None)
+if VARIANT == "reader":
+    integrity.BlockVerifier.start = lambda self: True
+    integrity.BlockVerifier.ensure = lambda self, start, stop: None
+
+@pytest.fixture
+def timed_check(trt_golden):
+    def check(*args, **kwargs):
+        t0 = time.perf_counter()
+        out = trt_golden.check(*args, **kwargs)
+        with open(os.environ["BENCH_OUT"], "w") as fh:
+            fh.write(str(time.perf_counter() - t0))
+        return out
+    return check
+'''
+
+_POOL_TEST = '''
+import numpy as np
+import pytest
+from benchmarks.bench_golden import PoolEngine
+from pytest_trt import BuildConfig, GoldenDataset
+
+CONFIG = BuildConfig(name="logits", onnx="logits.onnx")
+
+@pytest.mark.trt(CONFIG)
+def test_logits(trt_golden, timed_check):
+    if trt_golden.settings.update:
+        data = GoldenDataset.from_arrays({{"idx": np.arange({samples})}})
+        timed_check(PoolEngine(CONFIG, (1000,), noisy=False), dataset=data, batch_size=256, classifier=True)
+    else:
+        timed_check(PoolEngine(CONFIG, (1000,), noisy=True), batch_size=256, l2_delta=1.0, max_abs=1.0, drift_sd=1e9)
+'''
+
+_MOBILENET_TEST = '''
+import numpy as np
+import pytest
+from pytest_trt import BuildConfig, GoldenDataset, Profile
+
+SHAPES = ((1, 3, 224, 224), (32, 3, 224, 224), (32, 3, 224, 224))
+CONFIG = BuildConfig(name="mnv2", onnx="mobilenet_v2_224.onnx", profiles=(Profile(input=SHAPES),))
+
+@pytest.mark.trt(CONFIG)
+def test_mnv2(trt_engine, trt_golden, timed_check):
+    if trt_golden.settings.update:
+        images = np.random.default_rng(0).random(({samples}, 3, 224, 224), dtype=np.float32)
+        timed_check(trt_engine, dataset=GoldenDataset.from_arrays({{"input": images}}), batch_size=32, classifier=True)
+    else:
+        timed_check(trt_engine, batch_size=32)
+'''
+
+_ARGS = ("-q", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "--trt-backend", "onnxruntime",
+         "--trt-engine-build")
+
+
+def _pytest(project: Path, variant: str, *extra: str) -> tuple[float, float]:
+    """(session wall seconds, check() seconds) of one ``pytest`` process in ``project``."""
+    import subprocess
+
+    out = project / "check_s.txt"
+    env = {**os.environ, "BENCH_DIGEST": variant, "BENCH_OUT": str(out), "PYTHONPATH": str(REPO)}
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "pytest", *_ARGS, *extra], cwd=project, env=env, text=True,
+                          capture_output=True, check=False)
+    wall = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"pytest ({variant}) failed:\n{done.stdout[-4000:]}\n{done.stderr[-2000:]}")
+    return wall, float(out.read_text())
+
+
+def _session(project: Path, model: str, gib: float, rounds: int) -> None:
+    project.mkdir(parents=True)
+    (project / "conftest.py").write_text(_CONFTEST.format(repo=str(REPO)))
+    if model == "pool":
+        (project / "logits.onnx").write_bytes(b"benchmark stand-in")
+        samples = (int(gib * (1 << 30)) // (4 * CLASSES)) // BATCH * BATCH
+        (project / "test_bench.py").write_text(_POOL_TEST.format(samples=samples))
+        what = f"stand-in engine (costs nothing), {samples} samples x {CLASSES} logits"
+    else:
+        from benchmarks.models import write
+
+        write(project / "mobilenet_v2_224.onnx")
+        samples = int(gib * (1 << 30)) // (3 * 224 * 224 * 4) // 32 * 32
+        (project / "test_bench.py").write_text(_MOBILENET_TEST.format(samples=samples))
+        what = f"MobileNetV2 on ONNX Runtime, {samples} images 3x224x224"
+    _pytest(project, "digest", "--trt-update-golden", "--trt-approve", "benchmark")
+    size = (project / "golden" / f"{'logits' if model == 'pool' else 'mnv2'}.h5").stat().st_size
+    variants = ("digest", "inline", "whole", "reader", "bare")
+    times: dict[str, list[tuple[float, float]]] = {v: [] for v in variants}
+    loads = []
+    for i in range(rounds):
+        for v in variants[i % 5:] + variants[:i % 5]:  # each variant first in turn
+            times[v].append(_pytest(project, v))
+        loads.append(os.getloadavg()[0])
+    med = {v: (statistics.median(w for w, _ in t), statistics.median(c for _, c in t)) for v, t in times.items()}
+    print(f"pytest session, {what}: golden {size / 2**30:.2f} GiB, {rounds} rounds, medians, CPUs {os.cpu_count()}, "
+          f"load average (1 min) {min(loads):.1f}-{max(loads):.1f}")
+    print("  variant                         session s   check() s   session / bare   check / bare")
+    bare_w, bare_c = med["bare"]
+    labels = {"digest": "blocks, started early (shipped)", "inline": "blocks, started at the check",
+              "whole": "whole file hashed, then opened", "reader": "bare, through the block reader",
+              "bare": "bare (no digests)"}
+    for v in variants:
+        w, c = med[v]
+        rounds_c = " ".join(f"{c_:.2f}" for _, c_ in times[v])
+        print(f"  {labels[v]:32s}{w:9.2f}   {c:9.2f}   {w / bare_w:14.3f}   {c / bare_c:12.3f}   rounds: {rounds_c}")
+    cost = (med["digest"][1] - bare_c) / bare_c
+    same = (med["digest"][1] - med["reader"][1]) / med["reader"][1]
+    print(f"  digest costs {cost * 100:+.1f} % of the bare check(), {same * 100:+.1f} % of the bare check through the "
+          f"same reader   target < 5 %   {'MET' if max(cost, same) < 0.05 else 'NOT MET'}")
 
 
 if __name__ == "__main__":

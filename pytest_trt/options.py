@@ -215,6 +215,8 @@ MARKER_HELP = (
 )
 #: the fixture a golden check takes its engine from
 ENGINE_FIXTURE = "trt_engine"
+#: the golden check fixture (a test asking for it has its golden hashed early)
+GOLDEN_FIXTURE = "trt_golden"
 
 
 # -- pytest --------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
+from pytest_trt.common.background import Future, on_thread
 from pytest_trt.errors import LockTimeout
 
 #: how long any pytest-trt lock waits (a cache-miss build or a golden update of a large model
@@ -221,31 +222,101 @@ def locked(lock_file: Path, *, what: str, timeout: float = LOCK_TIMEOUT_S) -> It
         held.release()
 
 
+#: a file's identity: (absolute path, size, mtime_ns, ctime_ns, inode)
+FileKey = tuple[str, int, int, int, int]
 #: sha256 of files already hashed, by (path, size, mtime, ctime, inode): a cache key and a golden
 #: check each need the ONNX file's hash, and a 14 MB model takes ~10 ms per hash.
 #: ctime changes on every write and cannot be set back by ``os.utime``, so an edited file is rehashed.
 _SHA256_MEMO: dict[tuple[str, int, int, int, int], str] = {}
+#: hashes started early on another core (:func:`prefetch_sha256`), by the identity the file had then
+_PENDING: dict[FileKey, Future[tuple[str, bool]]] = {}
+
+
+def file_identity(path: Path | str, st: os.stat_result) -> FileKey:
+    """The memo key of ``path`` with stat result ``st``: (absolute path, size, mtime_ns, ctime_ns, inode)."""
+    return (os.path.abspath(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def _hash_stable(path: Path | str, key: FileKey) -> tuple[str, bool]:
+    """(sha256, whether the file kept identity ``key`` from before its first byte was read to after its last)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        stable = file_identity(path, os.fstat(fh.fileno())) == key
+        while block := fh.read(1 << 20):
+            h.update(block)
+        stable = stable and file_identity(path, os.fstat(fh.fileno())) == key
+    return h.hexdigest(), stable
+
+
+def prefetch_sha256(path: Path | str) -> bool:
+    """Start hashing ``path`` on another core (hashlib releases the GIL); :func:`sha256_file` with ``memo`` waits
+    for it.  The hash also brings the file into the page cache, so the reader that follows reads memory.
+
+    Its result is used only while the file keeps the identity (path, size, mtime, ctime, inode) it had before the
+    hash read its first byte and after it read its last; otherwise the file is hashed again where it is needed.
+    Never raises: False when nothing was started (no such file, or hashed already: True then too).
+    """
+    try:
+        key = file_identity(path, os.stat(path))
+    except OSError:
+        return False
+    if key in _SHA256_MEMO or key in _PENDING:
+        return True
+    future: Future[tuple[str, bool]] = Future()
+    if len(_PENDING) > 64:  # prefetched and never asked for: drop them (waiting on them is never needed)
+        _PENDING.clear()
+    _PENDING[key] = future
+    try:
+        on_thread("sha256-prefetch", (future, lambda: _hash_stable(path, key)))
+    except Exception:  # noqa: BLE001 - an early hash is an optimisation: the reader hashes in line instead
+        _PENDING.pop(key, None)
+        return False
+    return True
 
 
 def sha256_file(path: Path | str, *, memo: bool = False) -> str:
     """sha256 hex of a file's bytes, read in 1 MiB blocks.
 
-    With ``memo``, a file whose path, size, mtime, ctime and inode are unchanged is not read again.
+    With ``memo``, a file whose path, size, mtime, ctime and inode are unchanged is not read again, and a hash
+    :func:`prefetch_sha256` started for the file as it is now is waited for instead of hashing it again.
     """
-    key: tuple[str, int, int, int, int] | None = None
+    key: FileKey | None = None
     if memo:
-        st = os.stat(path)
-        key = (os.path.abspath(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        key = file_identity(path, os.stat(path))
         known = _SHA256_MEMO.get(key)
         if known is not None:
             return known
+        pending = _PENDING.pop(key, None)
+        if pending is not None:
+            try:
+                digest, stable = pending.result()
+            except Exception:  # noqa: BLE001 - the early hash failed (or ran in a forked parent): hash here
+                stable = False
+            if stable:
+                _remember(key, digest)
+                return digest
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         while block := fh.read(1 << 20):
             h.update(block)
     digest = h.hexdigest()
     if key is not None:
-        if len(_SHA256_MEMO) > 4096:  # a session hashes a few models; never grow without bound
-            _SHA256_MEMO.clear()
-        _SHA256_MEMO[key] = digest
+        _remember(key, digest)
     return digest
+
+
+def known_sha256(key: FileKey) -> str | None:
+    """The sha256 made of the file of identity ``key`` in this process, if any."""
+    return _SHA256_MEMO.get(key)
+
+
+def remember_sha256(key: FileKey, digest: str) -> None:
+    """Record ``digest`` as the sha256 of the file of identity ``key`` (:func:`file_identity`), made by a caller that
+    read every byte of it (a golden's blocks checked against the digests of its approval)."""
+    _remember(key, digest)
+
+
+def _remember(key: FileKey, digest: str) -> None:
+    if len(_SHA256_MEMO) > 4096:  # a session hashes a few models; never grow without bound
+        _SHA256_MEMO.clear()
+    _SHA256_MEMO[key] = digest

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import h5py
 
@@ -51,7 +52,7 @@ def locked(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
 
 @contextmanager
 def update(path: str | Path, *, timeout: float = LOCK_TIMEOUT_S,
-           on_complete: Callable[[str], None] | None = None) -> Iterator[h5py.File]:
+           on_complete: Callable[[dict[str, Any]], None] | None = None) -> Iterator[h5py.File]:
     """Yield a writable copy of the golden file ``path``; on clean exit it replaces the original.
 
     A new file is created when ``path`` does not exist.  The copy's bytes are checked against the
@@ -72,11 +73,12 @@ def update(path: str | Path, *, timeout: float = LOCK_TIMEOUT_S,
         held: list[str] = []  # the digest of the file being replaced
 
         def finish(tmp: Path) -> None:
-            digest.append(sha256_file(tmp))
+            whole, blocks = integrity.file_digests(tmp)  # one read: the file's sha256 and its blocks'
+            digest.append(whole)
             try:
                 integrity.write_sidecar(path, (*held, digest[0]))
                 if on_complete is not None:
-                    on_complete(digest[0])
+                    on_complete({"file_sha256": whole, integrity.BLOCKS_FIELD: blocks})
             except BaseException:
                 _restore_sidecar(path, before)
                 raise

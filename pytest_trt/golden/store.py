@@ -230,22 +230,45 @@ class GoldenFile:
         self._f: h5py.File | None = None
         #: the file's sha256 when its digest file named it (None: no digest file; the file was read in a child first)
         self.sha256: str | None = None
+        self._verifier: integrity.BlockVerifier | None = None
 
     def __enter__(self) -> GoldenFile:
-        self.sha256 = integrity.check_file(self.path)  # before h5py reads a byte: a damaged file can make it hang
-        with guard(self.path):
-            self._f = h5py.File(self.path, "r")
-            try:
-                validate(self._f, self.path)
-            except BaseException:
-                self._f.close()
-                raise
+        # h5py reads only checked bytes: a damaged file can make it hang.  The whole file is hashed first, or
+        # h5py reads through a verifier that gives it each block once it matches its approved digest.
+        self.sha256, self._verifier = integrity.open_checked(self.path)
+        try:
+            with guard(self.path):
+                self._f = h5py.File(self._verifier.reader() if self._verifier else self.path, "r")
+                try:
+                    validate(self._f, self.path)
+                except BaseException:
+                    self._f.close()
+                    self._f = None
+                    raise
+        except BaseException as exc:
+            self._close_verifier(exc)
+            raise
         return self
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         if self._f is not None:
             self._f.close()
             self._f = None
+        self._close_verifier(ev)
+
+    def _close_verifier(self, error: BaseException | None) -> None:
+        """Every block checked (a clean exit) or the block mismatch raised in place of ``error`` (h5py's read of it
+        failing); the verifier closed either way."""
+        verifier, self._verifier = self._verifier, None
+        if verifier is None:
+            return
+        try:
+            if error is None:
+                verifier.finish()
+            elif verifier.failure is not None:
+                raise verifier.error() from None
+        finally:
+            verifier.close()
 
     @property
     def h5(self) -> h5py.File:

@@ -90,9 +90,9 @@ def update(scope: GoldenScope, config: Any, engine: Any, outputs: Mapping[str, n
     check_log(settings.golden_dir)  # before anything moves
     logged: list[Approval] = []
 
-    def log_first(file_sha256: str) -> None:  # the new file is complete and not yet in place
+    def log_first(digests: dict[str, Any]) -> None:  # the new file is complete and not yet in place
         record = json.loads(json.dumps(logged[0].to_dict(), default=_jsonable))
-        append_jsonl(settings.golden_dir, {**record, "file_sha256": file_sha256})
+        append_jsonl(settings.golden_dir, {**record, **digests})  # file_sha256, file_blocks
 
     with atomic.update(path, on_complete=log_first) as f, store.guard(path):
         dataset_changed = _ensure_dataset(f, dataset, scope, name)

@@ -75,6 +75,10 @@ class GoldenCheck:
         """``<golden_dir>/<config name>.h5``."""
         return self.scope.path_for(config_name)
 
+    def prefetch(self, config_name: str | None) -> None:
+        """Start the file digest of ``config_name``'s golden on another core (:func:`integrity.prefetch`)."""
+        prefetch(self.settings, config_name)
+
     def check(
         self,
         engine_or_outputs: Any = None,
@@ -101,6 +105,7 @@ class GoldenCheck:
         golden remembers the decision.
         """
         __tracebackhide__ = True
+        self.prefetch(getattr(getattr(engine_or_outputs, "config", None), "name", None))
         # imported on use: they load h5py, which creating the fixture must not
         from pytest_trt.golden import timing, updating, verifying
 
@@ -180,6 +185,19 @@ class GoldenCheck:
         if self._config_provider is None:
             raise GoldenError("check(outputs) needs the test's config: mark the test with @pytest.mark.trt(config)")
         return self._config_provider()
+
+
+def prefetch(settings: GoldenSettings, config_name: str | None) -> None:
+    """Start hashing ``config_name``'s golden file on another core (the check waits for that digest): never raises,
+    never opens the file with h5py."""
+    if not isinstance(config_name, str) or not config_name:
+        return
+    from pytest_trt.golden import integrity
+
+    try:
+        integrity.prefetch(GoldenScope(settings, None, None, None).path_for(config_name))
+    except Exception:  # noqa: BLE001 - an early hash is an optimisation: the check hashes in line and reports
+        return
 
 
 def structure_modes() -> tuple[str, ...]:

@@ -97,7 +97,7 @@ class GoldenState:
         from pytest_trt.pytest_plugin.invocation import pasteable_nodeid
 
         node = request.node
-        return GoldenCheck(
+        check = GoldenCheck(
             self.settings(),
             engine_provider=lambda: request.getfixturevalue(opt.ENGINE_FIXTURE),
             config_provider=lambda: marker_config(request),
@@ -109,6 +109,21 @@ class GoldenState:
             on_verdict=record.add_verdict,
             on_note=lambda note: self.notes.append((node.nodeid, note)),
         )
+        self.prefetch(node)  # its file digest overlaps the engine's build or load
+        return check
+
+    def prefetch(self, node: Any) -> None:
+        """Start hashing the golden of ``node``'s ``@pytest.mark.trt`` config on another core, when the test asks
+        for ``trt_golden`` (:func:`pytest_trt.golden.workflow.prefetch`); nothing when it is hashed already."""
+        if node is None or opt.GOLDEN_FIXTURE not in getattr(node, "fixturenames", ()):
+            return
+        marker = node.get_closest_marker(opt.MARKER)
+        config = (marker.args[0] if marker.args else marker.kwargs.get("config")) if marker else None
+        name = getattr(config, "name", None)
+        if isinstance(name, str):
+            from pytest_trt.golden.workflow import prefetch
+
+            prefetch(self.settings(), name)
 
     @property
     def has_summary(self) -> bool:

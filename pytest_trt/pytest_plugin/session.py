@@ -163,6 +163,7 @@ class TrtSession:
         """The engine of ``config`` for a test: skip when not built, fail with the message on user errors."""
         from pytest_trt.pytest_plugin.engines import engine_for
 
+        self.golden.prefetch(request.node)  # the golden's digest runs on another core while the engine loads
         return engine_for(self.provider, self.record(request.node), config)
 
     def backend(self) -> Any:
@@ -208,6 +209,23 @@ class TrtSession:
         ]
         if problems:
             raise pytest.UsageError("invalid trt markers:\n  " + "\n  ".join(problems))
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """The first golden test's golden starts being checked on another core now (not in an xdist worker, which
+        runs only the tests it is sent): the digest overlaps the session's start too."""
+        if hasattr(session.config, "workerinput"):
+            return
+        first = next((item for item in session.items if opt.GOLDEN_FIXTURE in getattr(item, "fixturenames", ())
+                      and item.get_closest_marker(opt.MARKER) is not None), None)
+        if first is not None:
+            self.golden.prefetch(first)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None) -> None:
+        """The test's golden starts being checked on another core (once; used only for the file as it was hashed)
+        before its fixtures are set up: the digest overlaps the engine's build or load."""
+        if opt.GOLDEN_FIXTURE in getattr(item, "fixturenames", ()) and item.get_closest_marker(opt.MARKER) is not None:
+            self.golden.prefetch(item)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:

@@ -41,6 +41,35 @@ def test_slash_outputs_approve_then_check(project: pytest.Pytester) -> None:
     checked.assert_outcomes(passed=1)
 
 
+PREFETCH_COUNTER = """
+import pytest
+from pytest_trt.common import background, fileio
+from pytest_trt.golden import integrity
+
+STARTED = []
+_on_thread = background.on_thread
+
+def counting(name, *steps, **kwargs):
+    STARTED.append(name)
+    return _on_thread(name, *steps, **kwargs)
+
+fileio.on_thread = integrity.on_thread = counting
+
+def pytest_sessionfinish(session):
+    with open("prefetched.txt", "w") as fh:
+        fh.write(f"{STARTED.count('golden-blocks')} {STARTED.count('sha256-prefetch')} {len(integrity._VERIFIERS)} "
+                 f"{len(fileio._SHA256_MEMO)}")
+"""
+
+
+def test_golden_blocks_are_checked_early_on_another_core_once(project: pytest.Pytester) -> None:
+    project.makeconftest(PREFETCH_COUNTER)
+    project.runpytest_subprocess(*ARGS).assert_outcomes(passed=1)
+    blocks, whole, left, memo = map(int, (project.path / "prefetched.txt").read_text().split())
+    # started when the test began, handed to the check's reader, every block matched: the file's digest is known
+    assert (blocks, whole, left) == (1, 0, 0) and memo >= 1
+
+
 def test_damaged_golden_fails_the_session_within_seconds(project: pytest.Pytester) -> None:
     path = project.path / "golden" / "slash.h5"
     raw = path.read_bytes()

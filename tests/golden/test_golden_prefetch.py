@@ -1,0 +1,255 @@
+"""A golden's digest started early on another core (``integrity.prefetch``), and its blocks checked against the
+digests its approval logged (``integrity.BlockVerifier``): used only for the file as it was hashed; a file changed
+after (or while) it was hashed is hashed again and fails; h5py's reader gets checked blocks only; a prefetch or a
+block thread that cannot start leaves the check to hash in line."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_trt.common import fileio
+from pytest_trt.errors import GoldenCorrupt
+from pytest_trt.golden import integrity
+from pytest_trt.golden.workflow import GoldenSettings, prefetch
+
+
+@pytest.fixture(autouse=True)
+def _fresh() -> Iterator[None]:
+    fileio._SHA256_MEMO.clear()
+    fileio._PENDING.clear()
+    yield
+    fileio._SHA256_MEMO.clear()
+    fileio._PENDING.clear()
+    for verifier in integrity._VERIFIERS.values():
+        verifier.close()
+    integrity._VERIFIERS.clear()
+
+
+@pytest.fixture
+def golden(tmp_path: Path) -> Path:
+    """A file with its approved digest file (what ``check_file`` needs; h5py never sees it here)."""
+    path = tmp_path / "model.h5"
+    path.write_bytes(bytes(range(256)) * 4096)  # 1 MiB: several blocks
+    integrity.write_sidecar(path, [hashlib.sha256(path.read_bytes()).hexdigest()])
+    return path
+
+
+def _wait(path: Path) -> None:
+    assert fileio._PENDING, f"no hash of {path} was started"
+    for future in list(fileio._PENDING.values()):
+        future.result()
+
+
+def _flip(path: Path, offset: int) -> None:
+    raw = bytearray(path.read_bytes())
+    raw[offset] ^= 0xFF
+    path.write_bytes(bytes(raw))
+
+
+def test_prefetched_digest_is_what_the_check_uses(golden: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert integrity.prefetch(golden)
+    _wait(golden)
+
+    def no_inline_hash() -> Any:
+        raise AssertionError("hashed in line although the prefetched digest was ready")
+
+    monkeypatch.setattr(fileio.hashlib, "sha256", no_inline_hash)
+    assert integrity.check_file(golden) == integrity.read_sidecar(golden)[0]  # type: ignore[index]
+    assert not fileio._PENDING
+
+
+def test_file_changed_after_the_early_hash_is_hashed_again_and_fails(golden: Path) -> None:
+    assert integrity.prefetch(golden)
+    _wait(golden)
+    _flip(golden, 5000)  # same size
+    with pytest.raises(GoldenCorrupt, match=f"golden file {golden} does not match its approved digest"):
+        integrity.check_file(golden)
+
+
+def test_file_changed_while_it_is_hashed_is_hashed_again_and_fails(golden: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    real = hashlib.sha256
+    changed: list[bool] = []
+
+    class Changing:
+        def __init__(self) -> None:
+            self._h = real()
+
+        def update(self, block: bytes) -> None:
+            if not changed:
+                changed.append(True)
+                _flip(golden, 700_000)
+            self._h.update(block)
+
+        def hexdigest(self) -> str:
+            return self._h.hexdigest()
+
+    monkeypatch.setattr(fileio.hashlib, "sha256", Changing)
+    assert integrity.prefetch(golden)
+    _wait(golden)
+    monkeypatch.setattr(fileio.hashlib, "sha256", real)
+    with pytest.raises(GoldenCorrupt, match="does not match its approved digest"):
+        integrity.check_file(golden)
+
+
+def test_prefetch_that_cannot_start_leaves_the_check_to_hash_in_line(golden: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(fileio, "on_thread", refuse)
+    assert not integrity.prefetch(golden)
+    assert not fileio._PENDING
+    assert integrity.check_file(golden) == integrity.read_sidecar(golden)[0]  # type: ignore[index]
+    _flip(golden, 10)
+    with pytest.raises(GoldenCorrupt, match="does not match"):
+        integrity.check_file(golden)
+
+
+def test_prefetch_whose_hash_failed_leaves_the_check_to_hash_in_line(golden: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(path: Any, key: Any) -> Any:
+        raise OSError("disk went away")
+
+    monkeypatch.setattr(fileio, "_hash_stable", fail)
+    assert integrity.prefetch(golden)
+    for future in list(fileio._PENDING.values()):
+        with pytest.raises(OSError):
+            future.result()
+    monkeypatch.undo()
+    assert integrity.check_file(golden) == integrity.read_sidecar(golden)[0]  # type: ignore[index]
+
+
+def test_nothing_is_prefetched_without_a_digest_file_or_a_golden(tmp_path: Path, golden: Path) -> None:
+    bare = tmp_path / "old.h5"
+    bare.write_bytes(b"\x89HDF")
+    assert not integrity.prefetch(bare)  # the child-process probe reads it, in line
+    assert not integrity.prefetch(tmp_path / "missing.h5")
+    settings = GoldenSettings(golden_dir=tmp_path)
+    prefetch(settings, None)
+    prefetch(settings, "missing")
+    assert not fileio._PENDING
+    prefetch(settings, "model")
+    assert len(fileio._PENDING) == 1
+    prefetch(settings, "model")  # once per file identity
+    assert len(fileio._PENDING) == 1
+
+
+# -- blocks checked against the digests the approval logged ---------------------------------------------------
+
+BLOCK = 4096
+
+
+@pytest.fixture
+def blocked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A 10-block file with its digest file and an APPROVALS.jsonl line logging its blocks."""
+    monkeypatch.setattr(integrity, "BLOCK_BYTES", BLOCK)
+    path = tmp_path / "model.h5"
+    path.write_bytes(bytes(range(256)) * (10 * BLOCK // 256 - 1) + b"tail")
+    whole, blocks = integrity.file_digests(path)
+    assert len(blocks["sha256"]) == 10 and blocks["size"] == path.stat().st_size
+    integrity.write_sidecar(path, [whole])
+    (tmp_path / "APPROVALS.jsonl").write_text(json.dumps(
+        {"file": path.name, "config": "model", "generation": 1, "file_sha256": whole,
+         integrity.BLOCKS_FIELD: blocks}) + "\n")
+    return path
+
+
+def _opened(path: Path) -> integrity.BlockVerifier:
+    whole, verifier = integrity.open_checked(path)
+    assert verifier is not None and whole == integrity.read_sidecar(path)[0]  # type: ignore[index]
+    return verifier
+
+
+def test_reader_gives_checked_blocks_only_and_a_damaged_block_fails(blocked: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    _flip(blocked, 3 * BLOCK + 7)
+    monkeypatch.setattr(integrity.BlockVerifier, "start", lambda self: True)  # blocks checked as they are read
+    verifier = _opened(blocked)
+    try:
+        reader = verifier.reader()
+        assert reader.read(3 * BLOCK) == blocked.read_bytes()[: 3 * BLOCK]
+        with pytest.raises(GoldenCorrupt, match=f"golden file {blocked} does not match its approved digest.*"
+                                                f"for bytes {3 * BLOCK}-{4 * BLOCK}"):
+            reader.read(BLOCK)
+        with pytest.raises(GoldenCorrupt, match="does not match"):
+            reader.read(10)  # any read after a mismatch
+        with pytest.raises(GoldenCorrupt, match="does not match"):
+            verifier.finish()
+    finally:
+        verifier.close()
+    assert known_whole(blocked) is None
+
+
+def known_whole(path: Path) -> str | None:
+    return fileio.known_sha256(fileio.file_identity(path, path.stat()))
+
+
+def test_damaged_block_no_read_touches_fails_at_the_end(blocked: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _flip(blocked, 9 * BLOCK + 1)
+    monkeypatch.setattr(integrity.BlockVerifier, "start", lambda self: True)
+    verifier = _opened(blocked)
+    try:
+        assert verifier.reader().read(BLOCK) == blocked.read_bytes()[:BLOCK]
+        with pytest.raises(GoldenCorrupt, match=f"for bytes {9 * BLOCK}-"):
+            verifier.finish()
+    finally:
+        verifier.close()
+
+
+def test_clean_file_checked_on_another_core_is_remembered_whole(blocked: Path) -> None:
+    assert integrity.prefetch(blocked)
+    verifier = _opened(blocked)  # the one started early
+    try:
+        assert verifier.reader().read() == blocked.read_bytes()
+        verifier.finish()
+    finally:
+        verifier.close()
+    assert known_whole(blocked) == integrity.read_sidecar(blocked)[0]  # type: ignore[index]
+    assert not integrity._VERIFIERS
+
+
+def test_file_changed_after_its_blocks_were_checked_early_is_checked_again(blocked: Path) -> None:
+    assert integrity.prefetch(blocked)
+    early = integrity._VERIFIERS[fileio.file_identity(blocked, blocked.stat())]
+    early.finish()  # every block checked, the file's digest remembered for its identity then
+    _flip(blocked, 5 * BLOCK)
+    verifier = _opened(blocked)
+    try:
+        assert verifier is not early
+        with pytest.raises(GoldenCorrupt, match="does not match"):
+            verifier.reader().read()
+    finally:
+        verifier.close()
+        early.close()
+
+
+def test_block_thread_that_cannot_start_leaves_the_reader_to_check(blocked: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(integrity, "on_thread", refuse)
+    verifier = _opened(blocked)
+    try:
+        assert verifier.reader().read() == blocked.read_bytes()
+        verifier.finish()
+    finally:
+        verifier.close()
+
+
+def test_golden_whose_size_or_log_line_differs_is_hashed_whole(blocked: Path) -> None:
+    log = blocked.parent / "APPROVALS.jsonl"
+    log.write_text(log.read_text().replace('"model.h5"', '"other.h5"'))
+    assert integrity.open_checked(blocked) == (integrity.read_sidecar(blocked)[0], None)  # type: ignore[index]
+    fileio._SHA256_MEMO.clear()
+    with blocked.open("ab") as fh:
+        fh.write(b"x")
+    with pytest.raises(GoldenCorrupt, match="does not match its approved digest"):
+        integrity.open_checked(blocked)
