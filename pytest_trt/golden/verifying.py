@@ -64,6 +64,15 @@ def provenance_note(golden: str, changes: tuple[ProvenanceChange, ...], command:
             f"provenance:\n  {command}")
 
 
+def _refuse_edited(g: GoldenFile, snap: Any, path: Path) -> None:
+    """Before any data is read: an unapproved generation, an edited small part or dataset is an edited golden."""
+    edited = unapproved(g, snap) + g.small_parts_edited(snap)
+    if g.dataset_edited():
+        edited.append(f"the stored golden dataset does not match its sha256 ({g.dataset_sha256[:16]}...)")
+    if edited:
+        raise integrity.edited_error(path, edited)
+
+
 def verify(
     scope: GoldenScope,
     config: Any,
@@ -92,11 +101,7 @@ def verify(
             raise GoldenMissing(scope.missing_message(name, path, f"{path} has no snapshot for it (snapshots: {held})"),
                                 path=str(path))
         snap = g[name]
-        edited = unapproved(g, snap) + g.small_parts_edited(snap)
-        if g.dataset_edited():
-            edited.append(f"the stored golden dataset does not match its sha256 ({g.dataset_sha256[:16]}...)")
-        if edited:
-            raise integrity.edited_error(path, edited)
+        _refuse_edited(g, snap, path)
         problems: list[str] = []
         if dataset is not None and dataset.digest() != g.dataset_sha256:
             problems.append("the dataset passed to check() differs from the golden file's dataset")
