@@ -224,6 +224,14 @@ MUTANTS = (
            "        shared = lo + draw(st.integers(0, hi - lo))",
            ("tests/properties/test_strategies.py",), "drawn batch sizes shrink toward the profile's min, not opt"),
     # -- catalog and MLflow credentials, unreadable cache entries, small bad inputs, killed bundle writers ------
+    Mutant("catalog-old-credentials-kept", "pytest_trt/catalog/database.py",
+           "                scrub_credentials(conn)\n", "", (_MLFLOW + "test_credentials_an_earlier_release_stored_are_"
+                                                           "scrubbed_from_the_file",),
+           "a catalog written before the credentials fix keeps user:password in its push rows"),
+    Mutant("catalog-scrub-wal-kept", "pytest_trt/catalog/database.py",
+           '    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")\n', "", (_MLFLOW + "test_credentials_an_earlier_"
+                                                                      "release_stored_are_scrubbed_from_the_file",),
+           "the scrubbed password stays in the catalog's WAL file"),
     Mutant("mlflow-client-gets-credentials", "pytest_trt/catalog/mlflow_push.py",
            "MlflowClient(tracking_uri=tracking.redacted, registry_uri=tracking.redacted)",
            "MlflowClient(tracking_uri=uri, registry_uri=uri)", _MLFLOW_SECRET,

@@ -160,6 +160,33 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
             conn.execute(f"PRAGMA user_version = {number}")
 
 
+#: the tables whose ``uri`` is an MLflow tracking URI (the push key)
+URI_TABLES = ("pushes", "registrations")
+#: a row whose URI holds credentials (the cheap test first: most URIs have no '@')
+_HELD = "instr(uri, '@') > 0 AND pytest_trt_redact(uri) != uri"
+
+
+def scrub_credentials(conn: sqlite3.Connection) -> int:
+    """Rewrite the rows an earlier release stored with ``user:password@`` in their MLflow URI to the redacted key.
+
+    The old bytes are overwritten (``secure_delete``) and the WAL is truncated, so the password leaves the file;
+    a row whose redacted twin exists already is dropped.  Returns how many rows held credentials (0: nothing written).
+    """
+    from pytest_trt.catalog.credentials import redact
+
+    conn.create_function("pytest_trt_redact", 1, redact, deterministic=True)
+    held = sum(int(conn.execute(f"SELECT COUNT(*) FROM {table} WHERE {_HELD}").fetchone()[0]) for table in URI_TABLES)
+    if not held:
+        return 0
+    conn.execute("PRAGMA secure_delete = ON")
+    with write_transaction(conn):
+        for table in URI_TABLES:
+            conn.execute(f"UPDATE OR IGNORE {table} SET uri = pytest_trt_redact(uri) WHERE {_HELD}")
+            conn.execute(f"DELETE FROM {table} WHERE {_HELD}")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return held
+
+
 #: the tables of a catalog at SCHEMA_VERSION (SQLite's own ``sqlite_*`` tables aside)
 CATALOG_TABLES = frozenset({"bundles", "verdicts", "approvals", "pushes", "registrations"})
 
@@ -245,6 +272,7 @@ def connect(path: Path, *, migrate: bool = True, read_only: bool = False) -> sql
             conn.execute("PRAGMA synchronous = NORMAL")  # WAL + NORMAL: durable at checkpoints, never corrupt
             if migrate:
                 _migrate(conn, path)
+                scrub_credentials(conn)
         except BaseException:
             conn.close()
             raise

@@ -339,3 +339,36 @@ def test_a_server_error_quoting_the_credentials_is_scrubbed(tmp_path, ort_result
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_credentials_an_earlier_release_stored_are_scrubbed_from_the_file(tmp_path, ort_result, write):
+    """Rows written with the URI as given (user:password@ included) are rewritten to the redacted key on the next
+    write-open, and the password's bytes leave the database file and its WAL; the push still counts as done."""
+    import sqlite3
+
+    from pytest_trt.catalog.mlflow_push import unpushed
+    from pytest_trt.catalog.store import Catalog
+
+    folder = tmp_path / "trt-bundles"
+    write(ort_result, folder)
+    db = folder / "catalog.sqlite"
+    assert main(["catalog", "add", str(folder), "--db", str(db)]) == 0
+    plain = "http://127.0.0.1:5099"
+    raw = _with_credentials(plain)
+    with sqlite3.connect(db) as conn:  # as an earlier release wrote them: the URI as the user gave it
+        (sha,) = conn.execute("SELECT sha256 FROM bundles").fetchone()
+        conn.execute("INSERT INTO pushes VALUES (?, ?, 'exp', 'run1', '2026-01-01T00:00:00Z')", (sha, raw))
+        conn.execute("INSERT INTO registrations VALUES (?, ?, 'm', '1', '2026-01-01T00:00:00Z')", (sha, raw))
+        conn.execute("INSERT INTO registrations VALUES (?, ?, 'm', '1', '2026-01-02T00:00:00Z')", (sha, plain))
+    assert any(SECRET.encode() in data for data in _catalog_files(db).values())  # the leak this test is about
+
+    catalog = Catalog(db)
+    try:
+        assert unpushed(catalog, plain, register=False) == []  # the old push counts under the redacted key
+    finally:
+        catalog.close()
+    for name, data in _catalog_files(db).items():
+        _no_secret(name, data)
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT uri FROM pushes").fetchall() == [(plain,)]
+        assert conn.execute("SELECT uri, time FROM registrations").fetchall() == [(plain, "2026-01-02T00:00:00Z")]
