@@ -611,8 +611,8 @@ MUTANTS = (
            "a model no exclusion can fix spends the whole budget instead of saying so"),
     Mutant("sens-stop-budget-off-by-one", _SENS_SEARCH, "            if out.evaluations >= budget:",
            "            if out.evaluations > budget:", _SENS, "one candidate more than the budget is built"),
-    Mutant("sens-stop-bisect-upper", _SENS_SEARCH, "            hi = mid\n", "            lo = mid + 1\n", _SENS,
-           "bisection moves the wrong bound on a pass and misses the shortest passing prefix"),
+    Mutant("sens-stop-bisect-upper", _SENS_SEARCH, "    return 1 + bisect.bisect_left(",
+           "    return bisect.bisect_left(", _SENS, "bisection returns the index of the shortest passing prefix, not its length: one node too few"),
 )
 
 

@@ -17,6 +17,7 @@ prefix it saw.
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -164,12 +165,5 @@ def search(ranked: Sequence[tuple[str, float]], evaluate: Callable[[tuple[str, .
 
 
 def _bisect(n: int, passes: Callable[[int], bool]) -> int:
-    """The shortest passing prefix in 1..n, ``n`` known to pass."""
-    lo, hi = 1, n
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if passes(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return hi
+    """The shortest passing prefix in 1..n, ``n`` known to pass (``passes`` monotone in the prefix length)."""
+    return 1 + bisect.bisect_left(range(1, n + 1), True, hi=n - 1, key=passes)

@@ -18,6 +18,7 @@ output, to show how the error grows.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
@@ -94,14 +95,7 @@ def _bisect(nodes: Sequence[Any], diverged: Callable[[int], bool]) -> int | None
     """Index of the first node for which ``diverged`` holds (assumed monotone), None when none does."""
     if not nodes or not diverged(len(nodes) - 1):
         return None
-    lo, hi = 0, len(nodes) - 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if diverged(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+    return bisect.bisect_left(range(len(nodes)), True, hi=len(nodes) - 1, key=diverged)
 
 
 def _path(nodes: Sequence[Any], first: int) -> list[int]:
