@@ -121,19 +121,27 @@ def append_jsonl(golden_dir: Path, record: Mapping[str, Any], *, timeout: float 
     return path
 
 
-def bad_lines(data: bytes) -> list[tuple[int, str]]:
-    """``(line number, text)`` of each non-blank line that is not a JSON object."""
+def parse_lines(data: bytes) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:
+    """The approval records of a log's bytes, and ``(line number, text)`` of each non-blank line that is not one."""
+    records: list[dict[str, Any]] = []
     bad = []
     for lineno, raw in enumerate(data.split(b"\n"), 1):
         if not raw.strip():
             continue
         try:
-            ok = isinstance(json.loads(raw.decode("utf-8")), dict)
+            value = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
-            ok = False
-        if not ok:
+            value = None
+        if isinstance(value, dict):
+            records.append(value)
+        else:
             bad.append((lineno, raw[:60].decode("utf-8", "replace")))
-    return bad
+    return records, bad
+
+
+def bad_lines(data: bytes) -> list[tuple[int, str]]:
+    """``(line number, text)`` of each non-blank line that is not a JSON object."""
+    return parse_lines(data)[1]
 
 
 def warn_bad_lines(path: Path, bad: list[tuple[int, str]]) -> None:
@@ -150,13 +158,6 @@ def read_jsonl(golden_dir: Path) -> list[dict[str, Any]]:
     path = log_path(golden_dir)
     if not path.is_file():
         return []
-    records = []
-    for raw in path.read_bytes().split(b"\n"):
-        try:
-            value = json.loads(raw.decode("utf-8")) if raw.strip() else None
-        except (UnicodeDecodeError, ValueError):
-            value = None
-        if isinstance(value, dict):
-            records.append(value)
-    warn_bad_lines(path, bad_lines(path.read_bytes()))
+    records, bad = parse_lines(path.read_bytes())  # one read and one parse of each line
+    warn_bad_lines(path, bad)
     return records
