@@ -208,10 +208,9 @@ def cmd_log_parse(args: argparse.Namespace) -> int:
 
 
 def _checked_log_diff(args: argparse.Namespace) -> int:
-    """``log diff``: both logs pass ``log parse``'s input checks before they are compared."""
-    for log in (args.old, args.new):
-        _read_log_input(log, args.onnx)
-    return upgrade_cli.cmd_log_diff(args)
+    """``log diff``: both logs pass ``log parse``'s input checks, and the records they give are compared."""
+    old, new = (_read_log_input(log, args.onnx) for log in (args.old, args.new))
+    return upgrade_cli.cmd_log_diff(args, records=(old, new))
 
 
 def _backend_beside(log: Any) -> dict[str, str]:

@@ -27,7 +27,8 @@ def _print(args: argparse.Namespace, doc: Any, lines: list[str]) -> None:
         print("\n".join(lines))
 
 
-def cmd_log_diff(args: argparse.Namespace) -> int:
+def cmd_log_diff(args: argparse.Namespace, records: tuple[Any, Any] | None = None) -> int:
+    """``log diff``; ``records``: both logs' records when the caller has read them already."""
     from pytest_trt.errors import TrtError
     from pytest_trt.upgrade.logdiff import diff_logs
 
@@ -35,7 +36,7 @@ def cmd_log_diff(args: argparse.Namespace) -> int:
         if p is not None and not p.is_file():
             raise CommandInputError(f"{p}: no such file")
     try:
-        result = diff_logs(args.old, args.new, mask_tactics=not args.tactics, onnx=args.onnx)
+        result = diff_logs(args.old, args.new, mask_tactics=not args.tactics, onnx=args.onnx, records=records)
     except (TrtError, OSError, UnicodeDecodeError, ValueError) as exc:
         raise CommandInputError(f"cannot read the logs as TensorRT build logs ({exc})") from None
     _print(args, result.to_dict(), result.lines())

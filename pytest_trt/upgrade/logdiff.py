@@ -46,10 +46,10 @@ class LogDiff:
         return out
 
 
-def diff_logs(old: Path, new: Path, *, mask_tactics: bool = True, onnx: Path | None = None) -> LogDiff:
-    """Read both logs (any dialect the parser knows) and diff their records."""
+def diff_logs(old: Path, new: Path, *, mask_tactics: bool = True, onnx: Path | None = None,
+              records: tuple[BuildRecord, BuildRecord] | None = None) -> LogDiff:
+    """Read both logs (any dialect the parser knows) and diff their records (``records``: both, read already)."""
     from pytest_trt.buildlog.summary import read_log_record
 
-    a = read_log_record(old, onnx=onnx)
-    b = read_log_record(new, onnx=onnx)
+    a, b = records if records is not None else (read_log_record(old, onnx=onnx), read_log_record(new, onnx=onnx))
     return LogDiff(str(old), str(new), a, b, diff_records(a, b, mask_tactics=mask_tactics))
