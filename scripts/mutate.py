@@ -464,8 +464,9 @@ MUTANTS = (
         ("onnx-limits-prefix", "pytest_trt/backends/onnx_limits.py",
          '    for key in (".".join(parts[:2]), parts[0]):', "    for key in (version[:3], parts[0]):", _LIMITS,
          "the release table matched on a version prefix (1.70 read as 1.7)"),
-        ("logdiff-tactics-ignored", "pytest_trt/upgrade/cli.py", "mask_tactics=not args.tactics, onnx=args.onnx)",
-         "mask_tactics=True, onnx=args.onnx)", _LOGDIFF, "log diff --tactics is ignored"),
+        ("logdiff-tactics-ignored", "pytest_trt/upgrade/cli.py",
+         "mask_tactics=not args.tactics, onnx=args.onnx, records", "mask_tactics=True, onnx=args.onnx, records",
+         _LOGDIFF, "log diff --tactics is ignored"),
         ("trt7-single-node-fusion", "pytest_trt/buildlog/events.py", "if len(set(g)) >= 2)", "if len(set(g)) >= 1)",
          _LOGDIFF, "a TensorRT 7 event naming one node counts as a fusion"),
         ("log-parse-fusion-count", "pytest_trt/buildlog/summary.py", '"fusions": len(fusion_sets(record)),',
@@ -506,7 +507,9 @@ MUTANTS = (
          "in {total_s:.2f} s{calibrated}", "in {total_s - calibration_s:.2f} s{calibrated}",
          ("tests/calibration/test_progress.py",), "'built engine in 3.54 s' after 212 s of calibration"),
         ("calibration-seconds-not-in-table", "pytest_trt/pytest_plugin/report.py",
-         '"build_s": engine_seconds(e.result)[0],', '"build_s": round(float(e.result.durations["build"]), 3),',
+         "        build_s, calibration_s = engine_seconds(e.result)\n",
+         '        build_s, calibration_s = round(float(e.result.durations["build"]), 3), engine_seconds(e.result)[1]\n',
+
          ("tests/calibration/test_progress.py",), "the engines table leaves the calibration out of the build time"),
     )),
     # -- bundles that readers cannot use; the upgrade review's verdicts ---------------------------------------------
@@ -520,11 +523,11 @@ MUTANTS = (
            "    if (state.size, state.mtime_ns) != (st.st_size, st.st_mtime_ns):", ("tests/audit/test_sidecar.py",),
            "a same-size file put in a bundle's place with its mtime set back is trusted from the sidecar"),
     Mutant("verify-json-unbudgeted", "pytest_trt/audit/verify.py",
-           "    if len(data) > budget and json_values(data) > budget:", "    if False:",
+           "    if len(data) > budget and (count := json_values(data)) > budget:", "    if False:",
            ("tests/audit/test_bundle_limits.py",), "60 MB of tiny JSON values parse to gigabytes (JSON bomb)"),
     Mutant("verify-json-budget-boundary", "pytest_trt/audit/verify.py",
-           "    if len(data) > budget and json_values(data) > budget:",
-           "    if len(data) > budget and json_values(data) >= budget:",
+           "    if len(data) > budget and (count := json_values(data)) > budget:",
+           "    if len(data) > budget and (count := json_values(data)) >= budget:",
            ("tests/audit/test_bundle_limits.py",), "a member exactly at its value limit is refused"),
     Mutant("verify-log-ratio-unchecked", "pytest_trt/audit/verify.py",
            "        cap = log_limit(len(data) - len(pending)) if limit is None else limit",
@@ -612,7 +615,8 @@ MUTANTS = (
     Mutant("sens-stop-budget-off-by-one", _SENS_SEARCH, "            if out.evaluations >= budget:",
            "            if out.evaluations > budget:", _SENS, "one candidate more than the budget is built"),
     Mutant("sens-stop-bisect-upper", _SENS_SEARCH, "    return 1 + bisect.bisect_left(",
-           "    return bisect.bisect_left(", _SENS, "bisection returns the index of the shortest passing prefix, not its length: one node too few"),
+           "    return bisect.bisect_left(", _SENS,
+           "bisection returns the index of the shortest passing prefix, not its length: one node too few"),
 )
 
 

@@ -238,8 +238,8 @@ def json_values(data: bytes) -> int:
 
 def _json(path: Path, name: str, data: bytes) -> dict[str, Any]:
     budget = JSON_VALUE_LIMITS[name]
-    if len(data) > budget and json_values(data) > budget:
-        raise _fail(path, f"holds up to {json_values(data):,} JSON values, more than the {budget:,} accepted for it "
+    if len(data) > budget and (count := json_values(data)) > budget:
+        raise _fail(path, f"holds up to {count:,} JSON values, more than the {budget:,} accepted for it "
                     "(sized from what pytest-trt writes, with margin); refused before parsing", name)
     try:
         doc = json.loads(data.decode("utf-8"))

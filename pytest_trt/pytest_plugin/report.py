@@ -39,14 +39,15 @@ def summary_rows(provider: EngineProvider) -> list[dict[str, Any]]:
             layers: Any = e.record_facts()["layers"]  # a cache hit's stored facts: no record made
         except Exception as exc:  # an unparsable record must not hide the table
             layers = f"? ({type(exc).__name__})"
+        build_s, calibration_s = engine_seconds(e.result)
         rows.append(
             {
                 "name": e.config.name,
                 "version": e.config.version,
                 "config_hash": e.result.config_hash[:12],
                 "status": ev.status,
-                "build_s": engine_seconds(e.result)[0],  # the calibration included
-                "calibration_s": engine_seconds(e.result)[1],
+                "build_s": build_s,  # the calibration included
+                "calibration_s": calibration_s,
                 "layers": layers,
                 "backend": f"{e.backend_name} {e.result.backend_version}",
             }
