@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .events import event_groups, uses_events
 from .matching import MAX_LAYERS_SHOWN, describe, layers_with, resolve_nodes
 from .record import BuildRecord, Layer
+from .record_diff import first_line
 from .registry import Subject, record_assertion, subject_label
 
 if TYPE_CHECKING:
@@ -154,7 +155,7 @@ def assert_warning(record: BuildRecord, pattern: str, **on: Unpack[Subject]) -> 
     label = subject_label(on)
     if _warning_hits(record, pattern):
         return
-    shown = [f"  {(m.text.splitlines() or [''])[0][:200]}" for m in record.warnings[:10]]
+    shown = [f"  {first_line(m.text)[:200]}" for m in record.warnings[:10]]
     more = len(record.warnings) - len(shown)
     raise AssertionError(
         f"{label}: expected a builder warning matching {pattern!r}; "
@@ -173,7 +174,7 @@ def assert_no_warning(record: BuildRecord, pattern: str, **on: Unpack[Subject]) 
     hits = _warning_hits(record, pattern)
     if not hits:
         return
-    shown = "\n".join(f"  {(h.splitlines() or [''])[0][:200]}" for h in hits[:10])
+    shown = "\n".join(f"  {first_line(h)[:200]}" for h in hits[:10])
     raise AssertionError(
         f"{label}: expected no builder warning matching {pattern!r}, found {len(hits)}:\n{shown}"
         + (f"\n  ... and {len(hits) - 10} more" if len(hits) > 10 else "")

@@ -61,7 +61,8 @@ def _fail(message: str) -> int:
     return EXIT_FILE
 
 
-def _emit(args: argparse.Namespace, doc: dict[str, Any], lines: list[str]) -> None:
+def emit(args: argparse.Namespace, doc: dict[str, Any], lines: list[str]) -> None:
+    """A ``calib`` command's output: the document with ``--json``, else the lines."""
     print(json.dumps(doc, indent=2, sort_keys=True) if args.json else "\n".join(lines))
 
 
@@ -74,7 +75,7 @@ def cmd_calib_show(args: argparse.Namespace) -> int:
              f"tensors: {len(scales)}"]
     if scales:
         lines.append(f"scales: min {min(scales.values()):.6g}, max {max(scales.values()):.6g} (amax / 127)")
-    _emit(args, doc, lines)
+    emit(args, doc, lines)
     return EXIT_OK
 
 
@@ -87,5 +88,5 @@ def cmd_calib_diff(args: argparse.Namespace) -> int:
            "header_new": cmp.header_b, "algorithm_changed": cmp.algorithm_changed,
            "version_changed": cmp.version_changed, "added": list(cmp.added), "missing": list(cmp.missing),
            "changed": cmp.changed(rtol=args.rtol)}
-    _emit(args, doc, [f"{args.old} -> {args.new}", cmp.describe(rtol=args.rtol)])
+    emit(args, doc, [f"{args.old} -> {args.new}", cmp.describe(rtol=args.rtol)])
     return EXIT_OK if same else EXIT_DIFFERENT

@@ -239,13 +239,19 @@ def file_identity(path: Path | str, st: os.stat_result) -> FileKey:
 
 def _hash_stable(path: Path | str, key: FileKey) -> tuple[str, bool]:
     """(sha256, whether the file kept identity ``key`` from before its first byte was read to after its last)."""
-    h = hashlib.sha256()
     with open(path, "rb") as fh:
         stable = file_identity(path, os.fstat(fh.fileno())) == key
-        while block := fh.read(1 << 20):
-            h.update(block)
+        digest = _sha256_of(fh)
         stable = stable and file_identity(path, os.fstat(fh.fileno())) == key
-    return h.hexdigest(), stable
+    return digest, stable
+
+
+def _sha256_of(fh: Any) -> str:
+    """sha256 hex of what is left to read in ``fh``, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    while block := fh.read(1 << 20):
+        h.update(block)
+    return h.hexdigest()
 
 
 def prefetch_sha256(path: Path | str) -> bool:
@@ -295,11 +301,8 @@ def sha256_file(path: Path | str, *, memo: bool = False) -> str:
             if stable:
                 _remember(key, digest)
                 return digest
-    h = hashlib.sha256()
     with open(path, "rb") as fh:
-        while block := fh.read(1 << 20):
-            h.update(block)
-    digest = h.hexdigest()
+        digest = _sha256_of(fh)
     if key is not None:
         _remember(key, digest)
     return digest

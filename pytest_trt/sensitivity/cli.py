@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pytest_trt.calibration.cli import emit
 from pytest_trt.errors import CommandInputError, TrtError
 
 EXIT_OK, EXIT_NOT_FOUND = 0, 1
@@ -123,17 +124,13 @@ def error_lines(errors: Any, top: int) -> list[str]:
     return lines
 
 
-def _emit(args: argparse.Namespace, doc: dict[str, Any], lines: list[str]) -> None:
-    print(json.dumps(doc, indent=2, sort_keys=True) if args.json else "\n".join(lines))
-
-
 def cmd_calib_errors(args: argparse.Namespace) -> int:
     if args.batch < 1 or args.top < 0:
         raise _fail("--batch must be at least 1 and --top at least 0")
     config = _load(args)
     errors = _measure(config, args.golden, args.batch)
     doc = {"config": config.name, "pins": str(args.pins), "golden": str(args.golden), **errors.to_dict()}
-    _emit(args, doc, [f"{config.name}: {config.calibration.algorithm} INT8, Q/DQ model vs {config.onnx}",
+    emit(args, doc, [f"{config.name}: {config.calibration.algorithm} INT8, Q/DQ model vs {config.onnx}",
                       *error_lines(errors, args.top)])
     return EXIT_OK
 
@@ -200,10 +197,7 @@ def cmd_calib_search(args: argparse.Namespace) -> int:
            "errors_seconds": errors.seconds, **outcome.to_dict(),
            "pin": str(args.write_pin) if written is not None else None,
            "pin_config_hash": written.config_hash if written is not None else None}
-    if args.json:
-        print(json.dumps(doc, indent=2, sort_keys=True))
-    else:
-        print("\n".join(lines))
+    emit(args, doc, lines)
     sys.stdout.flush()
     return EXIT_OK if outcome.found is not None and outcome.stopped in (FOUND, "already passes", "budget") \
         else EXIT_NOT_FOUND
