@@ -109,7 +109,6 @@ class GoldenState:
             on_verdict=record.add_verdict,
             on_note=lambda note: self.notes.append((node.nodeid, note)),
         )
-        self.prefetch(node)  # its file digest overlaps the engine's build or load
         return check
 
     def prefetch(self, node: Any) -> None:

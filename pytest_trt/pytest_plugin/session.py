@@ -163,8 +163,6 @@ class TrtSession:
         """The engine of ``config`` for a test: skip when not built, fail with the message on user errors."""
         from pytest_trt.pytest_plugin.engines import engine_for
 
-        if opt.GOLDEN_FIXTURE in getattr(request.node, "fixturenames", ()):  # a test without trt_golden loads none
-            self.golden.prefetch(request.node)  # the golden's digest runs on another core while the engine loads
         return engine_for(self.provider, self.record(request.node), config)
 
     def backend(self) -> Any:
