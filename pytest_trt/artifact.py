@@ -140,6 +140,13 @@ class BuildResult:
             device=dict(request.device), extra=dict(extra or {}), backend_version=request.versions["backend"],
         )
 
+    @property
+    def seconds(self) -> tuple[float, float]:
+        """Seconds to make the engine, the calibration included, and the calibration's part (0.0 when none ran: not
+        calibrated, or taken from the store), both to the millisecond: the progress line and the table show the same."""
+        calibration = float(self.durations.get("calibration", 0.0))
+        return round(float(self.durations.get("build", 0.0)) + calibration, 3), round(calibration, 3)
+
     @functools.cached_property
     def engine_sha256(self) -> str:
         pending = self.__dict__.pop("_engine_digest", None)  # resolved once, then the value is kept

@@ -37,8 +37,7 @@ from pytest_trt.buildlog.calibcache import (
     sync_cache_file,
 )
 from pytest_trt.calibration.building import CALIBRATION, CALIBRATION_CACHE, QDQ_SHA256
-from pytest_trt.calibration.qdq import TENSORRT_QDQ_OPTIONS
-from pytest_trt.calibration.ranges import METHODS, Ranges
+from pytest_trt.calibration.ranges import METHODS, TENSORRT_QDQ_OPTIONS, Ranges
 from pytest_trt.calibration.store import set_store_root, store_root
 from pytest_trt.common.fileio import replace_directory, sha256_file
 from pytest_trt.common.progress import report
@@ -55,7 +54,7 @@ MIN_ONNXRUNTIME = (1, 20)
 QDQ_FILE = "model.qdq.onnx"
 CACHE_FILE = "calibration.cache"
 INFO_FILE = "calibration.json"
-#: ranges computed in this process, by the store key of the config without exclude_nodes (a few KiB each)
+#: ranges computed in this process, by the store key without exclude_nodes (a few KiB each)
 _RANGES: dict[str, Ranges] = {}
 __all__ = ["ExplicitCalibration", "build_explicit", "built_onnx", "calibrate_explicit", "set_store_root",
            "store_root"]
@@ -141,15 +140,18 @@ def built_onnx(result: BuildResult, config: BuildConfig) -> Path:
     return outcome.qdq_model
 
 
-def store_key(config: BuildConfig, onnx_sha256: str, data_sha256: str | None) -> str:
+def store_keys(config: BuildConfig, onnx_sha256: str, data_sha256: str | None) -> tuple[str, str]:
+    """The store folder's key, and the key of its ranges: the same material without ``exclude_nodes`` (ranges do
+    not depend on the nodes left in float, so one computation serves every exclusion set)."""
     import onnxruntime
 
     assert config.calibration is not None
     cache = config.calibration.cache
+    pinned = config.calibration.canonical(data_sha256)
     material = {
         "schema": STORE_SCHEMA,
         "onnx_sha256": onnx_sha256,
-        "calibration": config.calibration.canonical(data_sha256),
+        "calibration": pinned,
         "onnxruntime": onnxruntime.__version__,
         "calibrator_settings": METHODS.get(config.calibration.algorithm),
         "qdq_options": TENSORRT_QDQ_OPTIONS,
@@ -158,7 +160,10 @@ def store_key(config: BuildConfig, onnx_sha256: str, data_sha256: str | None) ->
         "cache_file_sha256": (hashlib.sha256(Path(cache).read_bytes()).hexdigest()
                               if cache is not None and Path(cache).is_file() else None),
     }
-    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+    unexcluded = {**material, "calibration": {k: v for k, v in pinned.items() if k != "exclude_nodes"}}
+    key, ranges_key = (hashlib.sha256(json.dumps(m, sort_keys=True).encode()).hexdigest()
+                       for m in (material, unexcluded))
+    return key, ranges_key
 
 
 def typed_config(config: BuildConfig, qdq_model: Path) -> BuildConfig:
@@ -184,14 +189,15 @@ def calibrate_explicit(
     if calib is None or not calib.explicit:
         raise ConfigError(f"BuildConfig {config.name!r}: explicit quantization needs Calibration(algorithm=...) "
                           "one of minmax, entropy, percentile, distribution", field="calibration.algorithm")
+    _refuse_unknown_nodes(config, calib)
     data_sha = data_sha256 or config.data_sha256
-    key = store_key(config, onnx_sha256 or config.onnx_sha256, data_sha)
+    key, ranges_key = store_keys(config, onnx_sha256 or config.onnx_sha256, data_sha)
     folder = store_root() / key[:2] / key
     info = _stored_info(folder)
     from_store = info is not None
     if info is None:
         report(f"calibrating {config.name!r}: {calib.algorithm} over {calib.describe_data()} ...")
-        info = _store(folder, *_calibrate(config, calib, data_sha))
+        info = _store(folder, *_calibrate(config, calib, data_sha, ranges_key=ranges_key))
         report(f"calibrated {config.name!r} in {info['seconds']['total']:.2f} s ({info['samples']} samples, ranges "
                f"from the {'pinned cache' if info['ranges_source'] == 'cache' else 'calibrator'})")
     sync_cache_file(config.name, calib.cache, (folder / CACHE_FILE).read_text(encoding="utf-8"), calib.cache_sha256)
@@ -257,17 +263,6 @@ def _existing_cache(config: BuildConfig, calib: Calibration) -> Ranges | None:
     return Ranges(calib.algorithm, {k: (-s * 127.0, s * 127.0) for k, s in parsed.scales.items()})
 
 
-def _refuse_foreign(config: BuildConfig, calib: Calibration, ranges: Ranges, tensors: frozenset[str]) -> None:
-    """A cache naming tensors the model does not have (``tensors``: all of its names) was written for another model."""
-    foreign = sorted(set(ranges.values) - tensors)
-    if foreign:
-        shown = ", ".join(map(repr, foreign[:5])) + (f" (+{len(foreign) - 5} more)" if len(foreign) > 5 else "")
-        raise BuildFailed(
-            f"BuildConfig {config.name!r}: calibration cache {str(calib.cache)!r} holds scales for {shown}, "
-            f"which {config.onnx} has no tensor of: it was written for another model. Delete it to recalibrate, or "
-            "point cache= at this model's cache.", config_name=config.name, stage="calibration")
-
-
 def _refuse_unknown_nodes(config: BuildConfig, calib: Calibration) -> None:
     """Every name in ``exclude_nodes`` is a node of the model (a typo would leave the node quantized, silently)."""
     if not calib.exclude_nodes:
@@ -287,11 +282,12 @@ def _refuse_unknown_nodes(config: BuildConfig, calib: Calibration) -> None:
             field="calibration.exclude_nodes")
 
 
-def _calibrate(config: BuildConfig, calib: Calibration, data_sha256: str | None) -> tuple[bytes, str, dict[str, Any]]:
+def _calibrate(
+    config: BuildConfig, calib: Calibration, data_sha256: str | None, *, ranges_key: str
+) -> tuple[bytes, str, dict[str, Any]]:
     import onnxruntime
 
-    from pytest_trt.calibration.qdq import quantize
-    from pytest_trt.calibration.ranges import compute_ranges
+    from pytest_trt.calibration.ranges import compute_ranges, quantize
     from pytest_trt.common.calibration_data import model_samples
 
     t0 = time.perf_counter()
@@ -299,20 +295,20 @@ def _calibrate(config: BuildConfig, calib: Calibration, data_sha256: str | None)
     source = "cache" if ranges is not None else "calibrator"
     # the samples, checked against the model's inputs, are counted and recorded whichever source gives the ranges
     used, tensors = model_samples(calib, config.onnx, config_name=config.name)
-    if ranges is not None:
-        _refuse_foreign(config, calib, ranges, tensors)
-    _refuse_unknown_nodes(config, calib)
+    foreign = sorted(set(ranges.values) - tensors) if ranges is not None else []
+    if foreign:  # a cache naming tensors the model does not have was written for another model
+        shown = ", ".join(map(repr, foreign[:5])) + (f" (+{len(foreign) - 5} more)" if len(foreign) > 5 else "")
+        raise BuildFailed(
+            f"BuildConfig {config.name!r}: calibration cache {str(calib.cache)!r} holds scales for {shown}, "
+            f"which {config.onnx} has no tensor of: it was written for another model. Delete it to recalibrate, or "
+            "point cache= at this model's cache.", config_name=config.name, stage="calibration")
     if ranges is None:
-        # the ranges do not depend on which nodes are left in float: one computation serves every exclusion set
-        unexcluded = {k: v for k, v in calib.canonical(data_sha256).items() if k != "exclude_nodes"}
-        memo = hashlib.sha256(json.dumps([config.onnx_sha256, unexcluded, METHODS.get(calib.algorithm)],
-                                         sort_keys=True).encode()).hexdigest()
-        ranges = _RANGES.get(memo)
+        ranges = _RANGES.get(ranges_key)
         if ranges is None:
-            batches = used.batches(calib.batch_size)
             with contextlib.redirect_stdout(io.StringIO()):
-                ranges = compute_ranges(config.onnx, batches, calib.algorithm, percentile=calib.percentile)
-            _RANGES[memo] = ranges
+                ranges = compute_ranges(config.onnx, used.batches(calib.batch_size), calib.algorithm,
+                                        percentile=calib.percentile)
+            _RANGES[ranges_key] = ranges
     scales = ranges.scales()
     ranges_s = time.perf_counter() - t0
     try:

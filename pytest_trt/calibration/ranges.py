@@ -1,4 +1,4 @@
-"""Activation ranges computed with ONNX Runtime's calibrators, configured like TensorRT's.
+"""ONNX Runtime's quantization tools configured like TensorRT's: activation ranges, and the Q/DQ model made from them.
 
 TensorRT's entropy calibrator builds a 2048-bin histogram of |x| and searches
 the clipping threshold that minimises the KL divergence to a 128-level
@@ -6,15 +6,24 @@ quantization; ONNX Runtime's ``quantize_static`` defaults its entropy
 calibrator to 128 bins with 128 quantized bins, where the search has nothing
 to clip and entropy gives min-max's ranges (measured).  So ranges are computed
 here through ``create_calibrator`` with TensorRT's settings, recorded, and the
-Q/DQ model is made from them (:mod:`pytest_trt.calibration.qdq`).
+Q/DQ model is made from them (:func:`quantize`).
+
+TensorRT's explicit quantization takes symmetric INT8 Q/DQ pairs on
+activations and weights and biases left in float: an int32 bias
+DequantizeLinear is rejected (measured with TensorRT-RTX 1.7), hence
+``QuantizeBias=False``.  The quantizer is ONNX Runtime's QDQ quantizer, the
+one ``quantize_static`` uses, given the ranges instead of a data reader so the
+ranges in the record are exactly the ranges in the model.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import io
 import tempfile
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -133,3 +142,37 @@ def _range(td: Any) -> tuple[float, float]:
         avg, std = td.avg_std
         lo, hi = np.asarray(avg) - 3 * np.asarray(std), np.asarray(avg) + 3 * np.asarray(std)
     return float(np.min(lo)), float(np.max(hi))
+
+
+#: What TensorRT accepts in a Q/DQ model.
+TENSORRT_QDQ_OPTIONS: dict[str, Any] = {"QuantizeBias": False, "ActivationSymmetric": True, "WeightSymmetric": True}
+
+
+def quantize(model: Path, ranges: Ranges, *, per_channel: bool = False, exclude_nodes: Sequence[str] = ()) -> bytes:
+    """The Q/DQ ONNX bytes of ``model`` with ``ranges`` (QInt8 activations and weights).
+
+    ``exclude_nodes``: node names the quantizer leaves in float (its ``nodes_to_exclude``).
+    """
+    import onnx
+    from onnxruntime.quantization.calibrate import CalibrationMethod, TensorData, TensorsData
+    from onnxruntime.quantization.qdq_quantizer import QDQQuantizer
+    from onnxruntime.quantization.quant_utils import QuantType, load_model_with_shape_infer
+
+    method = getattr(CalibrationMethod, METHODS[ranges.algorithm][0])
+    data = {
+        name: TensorData(lowest=np.array(lo, dtype=np.float32), highest=np.array(hi, dtype=np.float32))
+        for name, (lo, hi) in ranges.values.items()
+    }
+    with contextlib.redirect_stdout(io.StringIO()):
+        loaded = load_model_with_shape_infer(Path(model))
+        quantizer = QDQQuantizer(
+            loaded, per_channel, False, QuantType.QInt8, QuantType.QInt8, TensorsData(method, data),
+            None, list(exclude_nodes) or None, op_types_to_calibrate(), dict(TENSORRT_QDQ_OPTIONS),
+        )
+        quantizer.quantize_model()
+    with tempfile.TemporaryDirectory(prefix="pytest-trt-qdq-") as tmp:
+        out = Path(tmp) / "model.qdq.onnx"
+        quantizer.model.save_model_to_file(str(out), False)
+        proto = onnx.load(str(out))
+    # deterministic bytes: the producer fields are fixed by onnxruntime, nothing time-dependent is written
+    return bytes(proto.SerializeToString())

@@ -43,13 +43,6 @@ def _wait_for_cache_writers() -> None:
 os.register_at_fork(after_in_child=_PENDING.clear)
 
 
-def engine_seconds(result: BuildResult) -> tuple[float, float]:
-    """Seconds to make the engine, the calibration included, and the calibration's part (0.0 when none ran: not
-    calibrated, or taken from the store), both to the millisecond: the progress line and the table show the same."""
-    calibration = float(result.durations.get("calibration", 0.0))
-    return round(float(result.durations.get("build", 0.0)) + calibration, 3), round(calibration, 3)
-
-
 @dataclass
 class EngineEvent:
     engine: Engine
@@ -140,7 +133,7 @@ class EngineProvider:
         self._by_key[key] = engine
         self.events.append(EngineEvent(engine, status))
         if status != "cached":
-            total_s, calibration_s = engine_seconds(result)
+            total_s, calibration_s = result.seconds
             calibrated = f" (calibration {calibration_s:.2f} s)" if calibration_s else ""
             self._progress(f"built engine {config.name!r} in {total_s:.2f} s{calibrated}")
         return engine

@@ -30,8 +30,6 @@ def header_lines(provider: EngineProvider) -> list[str]:
 
 
 def summary_rows(provider: EngineProvider) -> list[dict[str, Any]]:
-    from pytest_trt.engines.provider import engine_seconds
-
     rows = []
     for ev in provider.events:
         e = ev.engine
@@ -39,7 +37,7 @@ def summary_rows(provider: EngineProvider) -> list[dict[str, Any]]:
             layers: Any = e.record_facts()["layers"]  # a cache hit's stored facts: no record made
         except Exception as exc:  # an unparsable record must not hide the table
             layers = f"? ({type(exc).__name__})"
-        build_s, calibration_s = engine_seconds(e.result)
+        build_s, calibration_s = e.result.seconds
         rows.append(
             {
                 "name": e.config.name,
