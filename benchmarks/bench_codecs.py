@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.models import mobilenet_v2_224  # noqa: E402
-from pytest_trt.golden.store import chunks_for  # noqa: E402
+from pytest_trt.golden.writers import chunks_for  # noqa: E402
 
 MEAN = np.array([0.485, 0.456, 0.406], np.float32).reshape(1, 3, 1, 1)
 STD = np.array([0.229, 0.224, 0.225], np.float32).reshape(1, 3, 1, 1)
@@ -79,7 +79,7 @@ def measure(folder: Path, data: np.ndarray, opts: dict[str, Any], batch: int) ->
     t0 = time.perf_counter()
     with h5py.File(path, "w") as f:
         ds = f.create_dataset("d", shape=data.shape, dtype=data.dtype, track_times=False,
-                              chunks=chunks_for(data.shape, 4) if opts else None, **opts)  # as store.create_array
+                              chunks=chunks_for(data.shape, 4) if opts else None, **opts)  # as writers.create_array
         for s in range(0, data.shape[0], batch):
             ds[s : s + batch] = data[s : s + batch]
     t1 = time.perf_counter()

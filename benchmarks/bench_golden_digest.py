@@ -50,7 +50,7 @@ sys.path.insert(0, str(REPO))
 from benchmarks.bench_golden import PoolEngine  # noqa: E402
 from pytest_trt.common import fileio  # noqa: E402
 from pytest_trt.config import BuildConfig  # noqa: E402
-from pytest_trt.golden import integrity  # noqa: E402
+from pytest_trt.golden import array_digests, integrity  # noqa: E402
 from pytest_trt.golden.dataset import GoldenDataset  # noqa: E402
 from pytest_trt.golden.store import GoldenFile  # noqa: E402
 from pytest_trt.golden.workflow import GoldenCheck, GoldenSettings  # noqa: E402
@@ -71,20 +71,20 @@ class _Off:
 
     def __enter__(self) -> None:
         self.saved: dict[str, Any] = {"check_file": integrity.check_file, "open": integrity.open_checked,
-                                      "update": integrity.StreamDigest.update,
-                                      "mismatch": integrity.DigestedArray.mismatch,
+                                      "update": array_digests.StreamDigest.update,
+                                      "mismatch": array_digests.DigestedArray.mismatch,
                                       "small": GoldenFile.small_parts_edited}
         integrity.check_file = lambda path, **kw: None  # type: ignore[assignment]
         integrity.open_checked = lambda path: (None, None)  # type: ignore[assignment]
-        integrity.StreamDigest.update = lambda self, start, rows: None  # type: ignore[method-assign]
-        integrity.DigestedArray.mismatch = lambda self: None  # type: ignore[method-assign]
+        array_digests.StreamDigest.update = lambda self, start, rows: None  # type: ignore[method-assign]
+        array_digests.DigestedArray.mismatch = lambda self: None  # type: ignore[method-assign]
         GoldenFile.small_parts_edited = lambda self, snapshot: []  # type: ignore[method-assign]
 
     def __exit__(self, *exc: object) -> None:
         integrity.check_file = self.saved["check_file"]
         integrity.open_checked = self.saved["open"]
-        integrity.StreamDigest.update = self.saved["update"]  # type: ignore[method-assign]
-        integrity.DigestedArray.mismatch = self.saved["mismatch"]  # type: ignore[method-assign]
+        array_digests.StreamDigest.update = self.saved["update"]  # type: ignore[method-assign]
+        array_digests.DigestedArray.mismatch = self.saved["mismatch"]  # type: ignore[method-assign]
         GoldenFile.small_parts_edited = self.saved["small"]  # type: ignore[method-assign]
 
 
@@ -196,7 +196,7 @@ import os, sys, time
 sys.path.insert(0, {repo!r})
 import pytest
 from benchmarks.bench_golden_digest import _Off
-from pytest_trt.golden import integrity
+from pytest_trt.golden import blocks, integrity
 
 VARIANT = os.environ["BENCH_DIGEST"]
 if VARIANT == "bare":
@@ -204,10 +204,10 @@ if VARIANT == "bare":
 if VARIANT != "digest":
     integrity.prefetch = lambda path: False
 if VARIANT == "whole":
-    integrity.BlockVerifier.of = classmethod(lambda cls, path, key, expected: None)
+    blocks.BlockVerifier.of = classmethod(lambda cls, path, key, expected: None)
 if VARIANT == "reader":
-    integrity.BlockVerifier.start = lambda self: True
-    integrity.BlockVerifier.ensure = lambda self, start, stop: None
+    blocks.BlockVerifier.start = lambda self: True
+    blocks.BlockVerifier.ensure = lambda self, start, stop: None
 
 @pytest.fixture
 def timed_check(trt_golden):

@@ -7,9 +7,10 @@ Layout: ``workflow`` (``GoldenCheck.check``: check or approved update) runs ``ve
 (check mode) or ``updating`` (update mode) and ``timing``; all three share ``running`` (the
 dataset through the engine, batch by batch, into :mod:`pytest_trt.compare.accumulate`) and
 ``results`` (settings, the test's scope, results, the regression failure), and none imports ``workflow``.
-``store``/``atomic`` hold the HDF5 file, ``dataset``/``feeds`` the inputs, ``provenance``,
-``structure``, ``approvals`` and ``show`` the rest.  Comparing (metrics, the rule table of the
-verdict, the failure text) is :mod:`pytest_trt.compare`.
+``layout``/``store``/``writers``/``atomic`` hold the HDF5 file; ``integrity`` checks its bytes before h5py
+reads them (with ``digest_file``, ``blocks`` and ``probe``) and ``array_digests`` its arrays within a check's read;
+``dataset``/``feeds`` hold the inputs, ``provenance``, ``structure``, ``approvals`` and ``show`` the rest.
+Comparing (metrics, the rule table of the verdict, the failure text) is :mod:`pytest_trt.compare`.
 
 Public entry points:
 

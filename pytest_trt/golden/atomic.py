@@ -6,8 +6,8 @@ lock (``<file>.lock``; any number of xdist workers may try at once) it changes
 a copy (:func:`pytest_trt.common.fileio.edited_copy`: copied, fsynced, ``os.replace``d
 over the original).  What is left here is HDF5's: opening the copy, creating or
 validating the layout before anything is written, the lock's error as a GoldenError,
-and the file's digest (:mod:`pytest_trt.golden.integrity`): checked before the copy is
-opened, recorded once it is complete.
+and the file's digest: checked before the copy is opened (:mod:`pytest_trt.golden.integrity`),
+recorded once it is complete (:mod:`pytest_trt.golden.digest_file`, its blocks' :mod:`pytest_trt.golden.blocks`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ import h5py
 
 from pytest_trt.common.fileio import LOCK_TIMEOUT_S, acquire_lock, edited_copy, sha256_file
 from pytest_trt.errors import GoldenError, LockTimeout
-from pytest_trt.golden import integrity, store
+from pytest_trt.golden import digest_file, integrity, layout, store, writers
+from pytest_trt.golden.blocks import BLOCKS_FIELD, file_digests
 
 #: seconds to sleep after the temp file is complete and before it replaces the
 #: original; lets a test kill -9 the writer at the worst moment
@@ -43,7 +44,7 @@ def locked(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
     except LockTimeout as exc:
         raise GoldenError(exc.message, path=str(path), lock_file=str(exc.lock_file)) from None
     except OSError as exc:
-        raise store.folder_error(path.parent, exc) from None
+        raise writers.folder_error(path.parent, exc) from None
     try:
         yield
     finally:
@@ -66,19 +67,19 @@ def update(path: str | Path, *, timeout: float = LOCK_TIMEOUT_S,
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise store.folder_error(path.parent, exc) from None
+        raise writers.folder_error(path.parent, exc) from None
     with locked(path, timeout):
-        before = integrity.read_sidecar(path) if path.exists() else None
+        before = digest_file.read_sidecar(path) if path.exists() else None
         digest: list[str] = []
         held: list[str] = []  # the digest of the file being replaced
 
         def finish(tmp: Path) -> None:
-            whole, blocks = integrity.file_digests(tmp)  # one read: the file's sha256 and its blocks'
+            whole, blocks = file_digests(tmp)  # one read: the file's sha256 and its blocks'
             digest.append(whole)
             try:
-                integrity.write_sidecar(path, (*held, digest[0]))
+                digest_file.write_sidecar(path, (*held, digest[0]))
                 if on_complete is not None:
-                    on_complete({"file_sha256": whole, integrity.BLOCKS_FIELD: blocks})
+                    on_complete({"file_sha256": whole, BLOCKS_FIELD: blocks})
             except BaseException:
                 _restore_sidecar(path, before)
                 raise
@@ -92,21 +93,21 @@ def update(path: str | Path, *, timeout: float = LOCK_TIMEOUT_S,
                 f = h5py.File(tmp, "r+" if exists else "w-")
             try:
                 if not exists:
-                    store.init_file(f)
+                    writers.init_file(f)
                 else:
                     with store.guard(path):
-                        store.validate(f, path)  # before anything is written
+                        layout.validate(f, path)  # before anything is written
                 yield f
             finally:
                 f.close()
-        integrity.write_sidecar(path, digest)
+        digest_file.write_sidecar(path, digest)
 
 
 def _restore_sidecar(path: Path, before: tuple[str, ...] | None) -> None:
     if before is None:
-        integrity.sidecar_path(path).unlink(missing_ok=True)
+        digest_file.sidecar_path(path).unlink(missing_ok=True)
     else:
-        integrity.write_sidecar(path, before)
+        digest_file.write_sidecar(path, before)
 
 
 def _pause(tmp: Path, path: Path) -> None:

@@ -75,7 +75,7 @@ class GoldenScope:
         """``<golden_dir>/<config name>.h5``."""
         folder = self.settings.golden_dir
         if folder.exists() and not folder.is_dir():
-            from pytest_trt.golden.store import folder_error  # loads h5py: not when the fixture is made
+            from pytest_trt.golden.writers import folder_error  # loads h5py: not when the fixture is made
 
             raise folder_error(folder)
         return folder / f"{config_name}.h5"

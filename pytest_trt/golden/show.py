@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pytest_trt.golden.store import GoldenFile, SnapshotView, guard
+from pytest_trt.golden.layout import SnapshotView
+from pytest_trt.golden.store import GoldenFile, guard
 
 
 def _arrays(group: Any) -> dict[str, dict[str, Any]]:

@@ -19,7 +19,7 @@ import numpy as np
 
 from pytest_trt.compare.accumulate import baseline_of
 from pytest_trt.errors import GoldenError, GoldenMissing
-from pytest_trt.golden import atomic, integrity, provenance, running, store, structure
+from pytest_trt.golden import array_digests, atomic, layout, provenance, running, store, structure, writers
 from pytest_trt.golden.approvals import Approval, append_jsonl, approver, check_log
 from pytest_trt.golden.dataset import GoldenDataset, dataset_digest
 from pytest_trt.golden.results import GoldenScope, UpdateResult
@@ -36,17 +36,17 @@ class _Sink:
     def __init__(self, group: h5py.Group, samples: int) -> None:
         self.group, self.samples = group, samples
         self._datasets: dict[str, h5py.Dataset] = {}
-        self._digests: dict[str, integrity.StreamDigest] = {}
+        self._digests: dict[str, array_digests.StreamDigest] = {}
 
     def __call__(self, start: int, outputs: Mapping[str, np.ndarray]) -> None:
         for name, value in outputs.items():
             arr = np.asarray(value)
-            store.check_finite(name, start, arr)
+            writers.check_finite(name, start, arr)
             ds = self._datasets.get(name)
             if ds is None:
-                ds = store.create_output(self.group, name, self.samples, tuple(arr.shape[1:]), arr.dtype)
+                ds = writers.create_output(self.group, name, self.samples, tuple(arr.shape[1:]), arr.dtype)
                 self._datasets[name] = ds
-                self._digests[name] = integrity.StreamDigest(ds.dtype, tuple(ds.shape))
+                self._digests[name] = array_digests.StreamDigest(ds.dtype, tuple(ds.shape))
             ds[start : start + arr.shape[0]] = arr
             self._digests[name].update(start, arr.astype(ds.dtype, copy=False))
 
@@ -54,7 +54,7 @@ class _Sink:
         """Record each output's digest (batches arrive in order; a gap would be a bug, so it is hashed again)."""
         for name, ds in self._datasets.items():
             d = self._digests[name]
-            ds.attrs[integrity.DIGEST_ATTR] = d.hexdigest() if d.complete else integrity.array_digest(ds)
+            ds.attrs[array_digests.DIGEST_ATTR] = d.hexdigest() if d.complete else array_digests.array_digest(ds)
 
 
 def _ensure_dataset(f: h5py.File, dataset: GoldenDataset | None, scope: GoldenScope, name: str) -> bool:
@@ -68,10 +68,10 @@ def _ensure_dataset(f: h5py.File, dataset: GoldenDataset | None, scope: GoldenSc
                 "pytest_trt.golden.updating.create_golden(path, dataset)",
                 path=str(scope.path_for(name)),
             )
-        store.write_dataset(f, dataset)
+        writers.write_dataset(f, dataset)
         return True
     if dataset is not None and dataset.digest() != str(f["dataset"].attrs["sha256"]):
-        store.write_dataset(f, dataset)  # approved replacement: every other snapshot becomes tainted
+        writers.write_dataset(f, dataset)  # approved replacement: every other snapshot becomes tainted
         return True
     return False
 
@@ -100,12 +100,12 @@ def update(scope: GoldenScope, config: Any, engine: Any, outputs: Mapping[str, n
         samples, digest = int(ds_group.attrs["samples"]), str(ds_group.attrs["sha256"])
         labels = ds_group["labels"][()] if "labels" in ds_group else None
         tags = tuple(ds_group["tags"].asstr()[()]) if "tags" in ds_group else None
-        old = store.snapshot_view(name, f["snapshots"][name]) if f"snapshots/{name}" in f else None
+        old = layout.snapshot_view(name, f["snapshots"][name]) if f"snapshots/{name}" in f else None
         old_prov, old_record = (old.provenance, old.record_json()) if old else (None, None)
         old_baselines = dict(old.baselines) if old else {}
-        group, generation = store.begin_snapshot(f, name)
+        group, generation = writers.begin_snapshot(f, name)
         compare_old = old is not None and not dataset_changed
-        old_outputs = store.output_datasets(f[f"history/{name}/gen-{generation - 1:04d}"]) if compare_old else {}
+        old_outputs = layout.output_datasets(f[f"history/{name}/gen-{generation - 1:04d}"]) if compare_old else {}
         max_label = None if labels is None or not labels.size else int(labels.max())
         make = running.accumulator_factory(old_baselines, classifier, max_label, strict=False)
         accumulators = {n: make(n, ds) for n, ds in old_outputs.items()}
@@ -130,9 +130,9 @@ def update(scope: GoldenScope, config: Any, engine: Any, outputs: Mapping[str, n
             structure=None if diff is None else diff.to_dict(), test=scope.nodeid,
             report=settings.approve_report,
         )
-        store.finish_snapshot(group, generation=generation, provenance=new_prov, baselines=baselines,
+        writers.finish_snapshot(group, generation=generation, provenance=new_prov, baselines=baselines,
                               record_json=record_json)
-        store.append_approval(f, approval.to_dict())
+        writers.append_approval(f, approval.to_dict())
         logged.append(approval)
     structure_text = None if diff is None or diff.is_empty else diff.render()
     return UpdateResult(name, path, generation, deltas, structure_text, approval,
@@ -163,4 +163,4 @@ def create_golden(path: str, dataset: GoldenDataset) -> None:
                     "(check(dataset=...) with --trt-update-golden --trt-approve \"REASON\")", path=str(target),
                 )
             return
-        store.write_dataset(f, dataset)
+        writers.write_dataset(f, dataset)

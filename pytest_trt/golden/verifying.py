@@ -16,11 +16,12 @@ from pytest_trt.compare.render import update_command
 from pytest_trt.compare.thresholds import ThresholdSet
 from pytest_trt.compare.verdict import ProvenanceChange
 from pytest_trt.errors import GoldenError, GoldenMissing
-from pytest_trt.golden import integrity, provenance, running, structure
+from pytest_trt.golden import array_digests, provenance, running, structure
 from pytest_trt.golden.approvals import read_jsonl
 from pytest_trt.golden.dataset import GoldenDataset
+from pytest_trt.golden.layout import SnapshotView
 from pytest_trt.golden.results import CheckResult, GoldenScope, raise_failure, warn_structure
-from pytest_trt.golden.store import GoldenFile, SnapshotView, guard
+from pytest_trt.golden.store import GoldenFile, guard
 from pytest_trt.options import INI_PROVENANCE as PROVENANCE_INI
 from pytest_trt.options import INI_PROVENANCE_FAIL_ON as PROVENANCE_FAIL_ON_INI
 from pytest_trt.options import PROVENANCE as PROVENANCE_OPTION
@@ -70,7 +71,7 @@ def _refuse_edited(g: GoldenFile, snap: Any, path: Path) -> None:
     if g.dataset_edited():
         edited.append(f"the stored golden dataset does not match its sha256 ({g.dataset_sha256[:16]}...)")
     if edited:
-        raise integrity.edited_error(path, edited)
+        raise array_digests.edited_error(path, edited)
 
 
 def verify(
@@ -112,16 +113,16 @@ def verify(
         max_label = None if labels is None or not labels.size else int(labels.max())
         make = running.accumulator_factory(snap.baselines, classifier, max_label, strict=True)
         # bytes the approval log vouches for hold the approved arrays; else each slab is hashed as it is read
-        hashed = not integrity.logged(read_jsonl(path.parent), path, name, snap.generation, g.sha256)
-        inputs = {n: integrity.DigestedArray(ds, f"input {n!r}", verify=hashed) for n, ds in g.inputs().items()}
-        golden_outputs = {n: integrity.DigestedArray(ds, f"output {n!r}", verify=hashed)
+        hashed = not array_digests.logged(read_jsonl(path.parent), path, name, snap.generation, g.sha256)
+        inputs = {n: array_digests.DigestedArray(ds, f"input {n!r}", verify=hashed) for n, ds in g.inputs().items()}
+        golden_outputs = {n: array_digests.DigestedArray(ds, f"output {n!r}", verify=hashed)
                           for n, ds in snap.outputs.items()}
         accumulators = {n: make(n, ds) for n, ds in golden_outputs.items()}
         running.feed(engine, outputs, inputs, g.samples, batch_size, accumulators,
                      golden_outputs=golden_outputs, label=label, new=make)
         edited = [m for a in (*inputs.values(), *golden_outputs.values()) if (m := a.mismatch()) is not None]
         if edited:  # before any metric is judged: an edited golden is not an engine regression
-            raise integrity.edited_error(path, edited)
+            raise array_digests.edited_error(path, edited)
         metrics = {n: a.result(g.samples, labels, tags, baseline_of(snap.baselines, n))
                    for n, a in accumulators.items()}
         record_json = snap.record_json()

@@ -19,7 +19,7 @@ from pytest_trt.golden.store import GoldenFile
 WRITER = textwrap.dedent("""
     import sys
     import numpy as np
-    from pytest_trt.golden import atomic, store
+    from pytest_trt.golden import atomic, writers
     from pytest_trt.golden.dataset import GoldenDataset
     from pytest_trt.golden.provenance import Provenance
 
@@ -27,12 +27,12 @@ WRITER = textwrap.dedent("""
     prov = Provenance("onnxruntime", "1", "cpu", "c", "o", "d", "0", "2025-01-01T00:00:00Z")
     with atomic.update(path) as f:
         if "dataset" not in f:
-            store.write_dataset(f, GoldenDataset.from_arrays({"x": np.zeros((64, 4), np.float32)}))
-        group, gen = store.begin_snapshot(f, "tiny")
-        out = store.create_output(group, "logits", 64, (1024,), np.float32)
+            writers.write_dataset(f, GoldenDataset.from_arrays({"x": np.zeros((64, 4), np.float32)}))
+        group, gen = writers.begin_snapshot(f, "tiny")
+        out = writers.create_output(group, "logits", 64, (1024,), np.float32)
         out[...] = np.full((64, 1024), value, np.float32)
-        store.finish_snapshot(group, generation=gen, provenance=prov, baselines={}, record_json=None)
-        store.append_approval(f, {"reason": f"value {value}", "generation": gen})
+        writers.finish_snapshot(group, generation=gen, provenance=prov, baselines={}, record_json=None)
+        writers.append_approval(f, {"reason": f"value {value}", "generation": gen})
 """)
 
 

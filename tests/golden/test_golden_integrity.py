@@ -28,7 +28,7 @@ from onnx import TensorProto, helper, numpy_helper
 from pytest_trt.common.fileio import sha256_file
 from pytest_trt.config import BuildConfig, Profile
 from pytest_trt.errors import ApprovalLogWarning, FolderUnusable, GoldenCorrupt
-from pytest_trt.golden import integrity
+from pytest_trt.golden import digest_file, probe
 from pytest_trt.golden.approvals import read_jsonl
 from pytest_trt.golden.dataset import GoldenDataset
 from pytest_trt.golden.store import GoldenFile
@@ -112,7 +112,7 @@ def _today(tmp_path: Path) -> tuple[Path, GoldenCheck, dict[str, np.ndarray]]:
 def test_golden_written_by_the_earlier_code_reads_checks_and_refreshes(tmp_path: Path) -> None:
     folder, check, outputs = _today(tmp_path)
     path = folder / "today.h5"
-    assert not integrity.sidecar_path(path).exists()
+    assert not digest_file.sidecar_path(path).exists()
     with GoldenFile(path) as g:
         assert set(g["today"].outputs) == {"logits", "head/probs"} and g["today"].generation == 2
     result = check.check(outputs)
@@ -122,7 +122,7 @@ def test_golden_written_by_the_earlier_code_reads_checks_and_refreshes(tmp_path:
                           config_provider=lambda: config).check(outputs)
     assert isinstance(refresh, UpdateResult) and refresh.generation == 3
     assert set(refresh.deltas) == {"logits", "head/probs"} and refresh.deltas["head/probs"].elements.l2_delta == 0.0
-    assert integrity.read_sidecar(path) == (sha256_file(path),)
+    assert digest_file.read_sidecar(path) == (sha256_file(path),)
     assert isinstance(check.check(outputs), CheckResult)
 
 
@@ -184,7 +184,7 @@ def test_hand_edits_are_an_edited_golden_never_a_regression(golden: MakeGolden, 
     if sidecar == "resealed":  # the editor also rewrote the digest file
         reseal(path)
     else:  # or dropped it: the file reads like one written before the digest file existed
-        integrity.sidecar_path(path).unlink()
+        digest_file.sidecar_path(path).unlink()
     with pytest.raises(GoldenCorrupt) as info:
         golden().check(approved, dataset=dataset)
     message = str(info.value)
@@ -249,14 +249,14 @@ def test_damaged_golden_fails_within_seconds_in_check_update_and_show(
 def test_golden_without_digest_is_read_in_a_child_process_with_a_time_limit(
         golden: MakeGolden, golden_dir: Path, approved: OrtEngine, monkeypatch: pytest.MonkeyPatch) -> None:
     path = golden_dir / "tiny.h5"
-    integrity.sidecar_path(path).unlink()
+    digest_file.sidecar_path(path).unlink()
     assert isinstance(golden().check(approved), CheckResult)  # an intact file answers
     raw = path.read_bytes()
     path.write_bytes(raw[: len(raw) // 2] + b"\x5a" * 12 + raw[len(raw) // 2:])
     with pytest.raises(GoldenCorrupt, match=r"cannot be read \(.*\); it is corrupt or truncated"):
         golden().check(approved)
-    monkeypatch.setattr(integrity, "PROBE_TIMEOUT_S", 0.0)
-    monkeypatch.setattr(integrity, "PROBE_RATE", 1 << 60)  # a limit no child process meets: as a hang looks
+    monkeypatch.setattr(probe, "PROBE_TIMEOUT_S", 0.0)
+    monkeypatch.setattr(probe, "PROBE_RATE", 1 << 60)  # a limit no child process meets: as a hang looks
     path.write_bytes(raw + b"")
     os.utime(path, ns=(1, 1))
     with pytest.raises(GoldenCorrupt, match=r"did not finish reading it within .* s in a child process"):
@@ -300,13 +300,13 @@ def test_garbage_line_is_warned_about_and_the_rest_read(golden: MakeGolden, gold
 def test_approval_log_that_is_a_folder_fails_before_anything_moves(golden: MakeGolden, golden_dir: Path,
                                                                    approved: OrtEngine) -> None:
     path = golden_dir / "tiny.h5"
-    before = (path.read_bytes(), integrity.sidecar_path(path).read_bytes())
+    before = (path.read_bytes(), digest_file.sidecar_path(path).read_bytes())
     log = golden_dir / "APPROVALS.jsonl"
     log.unlink()
     log.mkdir()
     with pytest.raises(FolderUnusable, match=r"approval log .*APPROVALS.jsonl is not a file"):
         golden(update=True, approve="second").check(approved)
-    assert (path.read_bytes(), integrity.sidecar_path(path).read_bytes()) == before
+    assert (path.read_bytes(), digest_file.sidecar_path(path).read_bytes()) == before
     with GoldenFile(path) as g:
         assert g["tiny"].generation == 1 and len(g.approvals()) == 1
     assert not list(golden_dir.glob(".tiny.h5.tmp-*"))
@@ -316,7 +316,7 @@ def test_approval_log_failing_after_the_file_is_complete_leaves_golden_and_sidec
         golden: MakeGolden, golden_dir: Path, approved: OrtEngine, monkeypatch: pytest.MonkeyPatch) -> None:
     """Log first: when the line cannot be written, the new file does not replace the old one."""
     path = golden_dir / "tiny.h5"
-    before = (path.read_bytes(), integrity.sidecar_path(path).read_bytes(),
+    before = (path.read_bytes(), digest_file.sidecar_path(path).read_bytes(),
               (golden_dir / "APPROVALS.jsonl").read_bytes())
     from pytest_trt.golden import updating
 
@@ -326,7 +326,7 @@ def test_approval_log_failing_after_the_file_is_complete_leaves_golden_and_sidec
     monkeypatch.setattr(updating, "append_jsonl", refuse)
     with pytest.raises(FolderUnusable, match="disk full"):
         golden(update=True, approve="second").check(approved)
-    assert (path.read_bytes(), integrity.sidecar_path(path).read_bytes(),
+    assert (path.read_bytes(), digest_file.sidecar_path(path).read_bytes(),
             (golden_dir / "APPROVALS.jsonl").read_bytes()) == before
     monkeypatch.undo()
     assert isinstance(golden().check(approved), CheckResult)
@@ -353,7 +353,7 @@ def _plugin_golden(folder: Path) -> Path:
         _GOLDEN_BYTES["sidecar"] = (made / "fz.h5.sha256").read_bytes()
     path = folder / "fz.h5"
     path.write_bytes(_GOLDEN_BYTES["raw"])
-    integrity.sidecar_path(path).write_bytes(_GOLDEN_BYTES["sidecar"])
+    digest_file.sidecar_path(path).write_bytes(_GOLDEN_BYTES["sidecar"])
     return path
 
 

@@ -44,7 +44,7 @@ def test_slash_outputs_approve_then_check(project: pytest.Pytester) -> None:
 PREFETCH_COUNTER = """
 import pytest
 from pytest_trt.common import background, fileio
-from pytest_trt.golden import integrity
+from pytest_trt.golden import blocks, integrity
 
 STARTED = []
 _on_thread = background.on_thread
@@ -53,7 +53,7 @@ def counting(name, *steps, **kwargs):
     STARTED.append(name)
     return _on_thread(name, *steps, **kwargs)
 
-fileio.on_thread = integrity.on_thread = counting
+fileio.on_thread = blocks.on_thread = counting
 
 def pytest_sessionfinish(session):
     with open("prefetched.txt", "w") as fh:

@@ -1,5 +1,5 @@
 """A golden's digest started early on another core (``integrity.prefetch``), and its blocks checked against the
-digests its approval logged (``integrity.BlockVerifier``): used only for the file as it was hashed; a file changed
+digests its approval logged (``blocks.BlockVerifier``): used only for the file as it was hashed; a file changed
 after (or while) it was hashed is hashed again and fails; h5py's reader gets checked blocks only; a prefetch or a
 block thread that cannot start leaves the check to hash in line."""
 
@@ -15,7 +15,7 @@ import pytest
 
 from pytest_trt.common import fileio
 from pytest_trt.errors import GoldenCorrupt
-from pytest_trt.golden import integrity
+from pytest_trt.golden import blocks, digest_file, integrity
 from pytest_trt.golden.workflow import GoldenSettings, prefetch
 
 
@@ -36,7 +36,7 @@ def golden(tmp_path: Path) -> Path:
     """A file with its approved digest file (what ``check_file`` needs; h5py never sees it here)."""
     path = tmp_path / "model.h5"
     path.write_bytes(bytes(range(256)) * 4096)  # 1 MiB: several blocks
-    integrity.write_sidecar(path, [hashlib.sha256(path.read_bytes()).hexdigest()])
+    digest_file.write_sidecar(path, [hashlib.sha256(path.read_bytes()).hexdigest()])
     return path
 
 
@@ -60,7 +60,7 @@ def test_prefetched_digest_is_what_the_check_uses(golden: Path, monkeypatch: pyt
         raise AssertionError("hashed in line although the prefetched digest was ready")
 
     monkeypatch.setattr(fileio.hashlib, "sha256", no_inline_hash)
-    assert integrity.check_file(golden) == integrity.read_sidecar(golden)[0]  # type: ignore[index]
+    assert integrity.check_file(golden) == digest_file.read_sidecar(golden)[0]  # type: ignore[index]
     assert not fileio._PENDING
 
 
@@ -106,7 +106,7 @@ def test_prefetch_that_cannot_start_leaves_the_check_to_hash_in_line(golden: Pat
     monkeypatch.setattr(fileio, "on_thread", refuse)
     assert not integrity.prefetch(golden)
     assert not fileio._PENDING
-    assert integrity.check_file(golden) == integrity.read_sidecar(golden)[0]  # type: ignore[index]
+    assert integrity.check_file(golden) == digest_file.read_sidecar(golden)[0]  # type: ignore[index]
     _flip(golden, 10)
     with pytest.raises(GoldenCorrupt, match="does not match"):
         integrity.check_file(golden)
@@ -123,7 +123,7 @@ def test_prefetch_whose_hash_failed_leaves_the_check_to_hash_in_line(golden: Pat
         with pytest.raises(OSError):
             future.result()
     monkeypatch.undo()
-    assert integrity.check_file(golden) == integrity.read_sidecar(golden)[0]  # type: ignore[index]
+    assert integrity.check_file(golden) == digest_file.read_sidecar(golden)[0]  # type: ignore[index]
 
 
 def test_nothing_is_prefetched_without_a_digest_file_or_a_golden(tmp_path: Path, golden: Path) -> None:
@@ -149,28 +149,28 @@ BLOCK = 4096
 @pytest.fixture
 def blocked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A 10-block file with its digest file and an APPROVALS.jsonl line logging its blocks."""
-    monkeypatch.setattr(integrity, "BLOCK_BYTES", BLOCK)
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", BLOCK)
     path = tmp_path / "model.h5"
     path.write_bytes(bytes(range(256)) * (10 * BLOCK // 256 - 1) + b"tail")
-    whole, blocks = integrity.file_digests(path)
-    assert len(blocks["sha256"]) == 10 and blocks["size"] == path.stat().st_size
-    integrity.write_sidecar(path, [whole])
+    whole, logged = blocks.file_digests(path)
+    assert len(logged["sha256"]) == 10 and logged["size"] == path.stat().st_size
+    digest_file.write_sidecar(path, [whole])
     (tmp_path / "APPROVALS.jsonl").write_text(json.dumps(
         {"file": path.name, "config": "model", "generation": 1, "file_sha256": whole,
-         integrity.BLOCKS_FIELD: blocks}) + "\n")
+         blocks.BLOCKS_FIELD: logged}) + "\n")
     return path
 
 
-def _opened(path: Path) -> integrity.BlockVerifier:
+def _opened(path: Path) -> blocks.BlockVerifier:
     whole, verifier = integrity.open_checked(path)
-    assert verifier is not None and whole == integrity.read_sidecar(path)[0]  # type: ignore[index]
+    assert verifier is not None and whole == digest_file.read_sidecar(path)[0]  # type: ignore[index]
     return verifier
 
 
 def test_reader_gives_checked_blocks_only_and_a_damaged_block_fails(blocked: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     _flip(blocked, 3 * BLOCK + 7)
-    monkeypatch.setattr(integrity.BlockVerifier, "start", lambda self: True)  # blocks checked as they are read
+    monkeypatch.setattr(blocks.BlockVerifier, "start", lambda self: True)  # blocks checked as they are read
     verifier = _opened(blocked)
     try:
         reader = verifier.reader()
@@ -193,7 +193,7 @@ def known_whole(path: Path) -> str | None:
 
 def test_damaged_block_no_read_touches_fails_at_the_end(blocked: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _flip(blocked, 9 * BLOCK + 1)
-    monkeypatch.setattr(integrity.BlockVerifier, "start", lambda self: True)
+    monkeypatch.setattr(blocks.BlockVerifier, "start", lambda self: True)
     verifier = _opened(blocked)
     try:
         assert verifier.reader().read(BLOCK) == blocked.read_bytes()[:BLOCK]
@@ -211,7 +211,7 @@ def test_clean_file_checked_on_another_core_is_remembered_whole(blocked: Path) -
         verifier.finish()
     finally:
         verifier.close()
-    assert known_whole(blocked) == integrity.read_sidecar(blocked)[0]  # type: ignore[index]
+    assert known_whole(blocked) == digest_file.read_sidecar(blocked)[0]  # type: ignore[index]
     assert not integrity._VERIFIERS
 
 
@@ -235,7 +235,7 @@ def test_block_thread_that_cannot_start_leaves_the_reader_to_check(blocked: Path
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("can't start new thread")
 
-    monkeypatch.setattr(integrity, "on_thread", refuse)
+    monkeypatch.setattr(blocks, "on_thread", refuse)
     verifier = _opened(blocked)
     try:
         assert verifier.reader().read() == blocked.read_bytes()
@@ -247,7 +247,7 @@ def test_block_thread_that_cannot_start_leaves_the_reader_to_check(blocked: Path
 def test_golden_whose_size_or_log_line_differs_is_hashed_whole(blocked: Path) -> None:
     log = blocked.parent / "APPROVALS.jsonl"
     log.write_text(log.read_text().replace('"model.h5"', '"other.h5"'))
-    assert integrity.open_checked(blocked) == (integrity.read_sidecar(blocked)[0], None)  # type: ignore[index]
+    assert integrity.open_checked(blocked) == (digest_file.read_sidecar(blocked)[0], None)  # type: ignore[index]
     fileio._SHA256_MEMO.clear()
     with blocked.open("ab") as fh:
         fh.write(b"x")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pytest_trt.errors import GoldenCorrupt, GoldenError
-from pytest_trt.golden import atomic, store
+from pytest_trt.golden import atomic, store, writers
 from pytest_trt.golden.dataset import GoldenDataset
 from pytest_trt.golden.provenance import Provenance
 from pytest_trt.golden.show import golden_show, golden_show_json
@@ -24,13 +24,13 @@ PROV = Provenance(backend="onnxruntime", backend_version="1.32.0", device='{"kin
 def write_snapshot(path: Path, dataset: GoldenDataset, logits: np.ndarray, generation_note: str = "x") -> None:
     with atomic.update(path) as f:
         if "dataset" not in f:
-            store.write_dataset(f, dataset)
-        group, gen = store.begin_snapshot(f, "tiny")
-        ds = store.create_output(group, "logits", logits.shape[0], logits.shape[1:], logits.dtype)
+            writers.write_dataset(f, dataset)
+        group, gen = writers.begin_snapshot(f, "tiny")
+        ds = writers.create_output(group, "logits", logits.shape[0], logits.shape[1:], logits.dtype)
         ds[...] = logits
-        store.finish_snapshot(group, generation=gen, provenance=PROV, baselines={"logits": {"accuracy": 0.5}},
+        writers.finish_snapshot(group, generation=gen, provenance=PROV, baselines={"logits": {"accuracy": 0.5}},
                               record_json='{"layers":[]}')
-        store.append_approval(f, {"reason": generation_note, "generation": gen})
+        writers.append_approval(f, {"reason": generation_note, "generation": gen})
 
 
 def sha(path: Path) -> str:
@@ -105,7 +105,7 @@ def test_failed_update_leaves_file_and_no_temp(tmp_path: Path, dataset: GoldenDa
     before = sha(path)
     with pytest.raises(RuntimeError):
         with atomic.update(path) as f:
-            store.begin_snapshot(f, "tiny")
+            writers.begin_snapshot(f, "tiny")
             raise RuntimeError("engine crashed mid-update")
     assert sha(path) == before and not list(tmp_path.glob(".tiny.h5.tmp-*"))
 
