@@ -9,6 +9,8 @@ Commands::
     pytest-trt log diff OLD.log NEW.log [--onnx MODEL] [--tactics]
     pytest-trt upgrade-report OLD NEW [-o report.html]
     pytest-trt golden show FILE
+    pytest-trt golden approve GOLDEN --reason TEXT [--config NAME] [--key KEY] [--approvers FILE]
+    pytest-trt golden log verify [DIR] [--approvers FILE] [--require-signed]
     pytest-trt onnx nodes MODEL [--op OP]
     pytest-trt calib show CACHE | calib diff OLD NEW  (see pytest_trt.calibration.cli)
     pytest-trt calib errors|search PINS.toml CONFIG --golden FILE  (see pytest_trt.sensitivity.cli)
@@ -44,6 +46,10 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_FILE = 3
+
+
+#: the allowed-signers file the golden commands look for when --approvers is not given
+APPROVERS_DEFAULT = "approvers.allowed_signers"
 
 
 def _emit(args: argparse.Namespace, doc: Any, lines: Sequence[str]) -> None:
@@ -251,6 +257,70 @@ def cmd_golden_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _approvers(given: Path | None, where: Path, *, needed: bool) -> Path | None:
+    """The allowed-signers file: ``--approvers``, else :data:`APPROVERS_DEFAULT` in ``where`` or the current folder."""
+    if given is not None:
+        if not given.is_file():
+            raise CommandInputError(f"{given}: no such allowed-signers file")
+        return given
+    for folder in (where, Path.cwd()):
+        if (folder / APPROVERS_DEFAULT).is_file():
+            return folder / APPROVERS_DEFAULT
+    if needed:
+        raise CommandInputError(f"no allowed-signers file: pass --approvers FILE (the ini trt_approvers file, e.g. "
+                                f"{APPROVERS_DEFAULT})")
+    return None
+
+
+def cmd_golden_approve(args: argparse.Namespace) -> int:
+    """Co-sign the current generation of a golden file (two-person rule)."""
+    from pytest_trt.errors import SigningUnavailable, TrtError
+    from pytest_trt.golden import signing
+    from pytest_trt.golden.approve import ApprovalRefused, cosign
+
+    if not args.golden.is_file():
+        raise CommandInputError(f"{args.golden}: no such golden file")
+    allowed = _approvers(args.approvers, args.golden.parent, needed=True)
+    assert allowed is not None
+    key = signing.approval_key(args.key, args.golden.parent)
+    if key is None:
+        raise CommandInputError("no approval key: pass --key ~/.ssh/id_ed25519 (or set git config user.signingkey)")
+    try:
+        done = cosign(args.golden, args.config, args.reason, key, allowed, required=args.required, tty=True)
+    except ApprovalRefused as exc:
+        print(f"pytest-trt: not approved: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except (TrtError, SigningUnavailable) as exc:
+        raise CommandInputError(f"{args.golden}: {getattr(exc, 'message', exc)}") from None
+    after = done.after
+    doc = {"golden": str(args.golden), "signer": done.signer.principal, "key": done.signer.fingerprint,
+           "line": done.line, "counted": after.counted, "required": after.required, "ignored": after.ignored}
+    lines = [f"co-signed {args.golden} by {done.signer.principal} ({done.signer.fingerprint}): APPROVALS.jsonl "
+             f"line {done.line}",
+             f"signers counted: {len(after.counted)}/{after.required} ({', '.join(after.counted)})"]
+    lines += [f"  not counted: {why}" for why in after.ignored]
+    _emit(args, doc, lines)
+    return EXIT_OK
+
+
+def cmd_golden_log_verify(args: argparse.Namespace) -> int:
+    """Check the hash chain and signatures of a golden folder's APPROVALS.jsonl."""
+    from pytest_trt.golden.approve import verify_folder
+
+    folder = args.folder
+    if not folder.is_dir():
+        raise CommandInputError(f"{folder}: no such golden folder")
+    if not (folder / "APPROVALS.jsonl").is_file():
+        raise CommandInputError(f"{folder}: holds no APPROVALS.jsonl")
+    allowed = _approvers(args.approvers, folder, needed=args.require_signed)
+    report = verify_folder(folder, allowed, require_signed=args.require_signed)
+    lines = report.summary()
+    if allowed is None:
+        lines.append("signatures not checked: no allowed-signers file (--approvers FILE)")
+    _emit(args, report.to_dict(), lines)
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
 def cmd_onnx_nodes(args: argparse.Namespace) -> int:
     """The node names, op types and outputs of an ONNX model: the names the fusion assertions take."""
     from pytest_trt.buildlog.onnx_nodes import model_nodes
@@ -321,11 +391,34 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_log_parse)
     upgrade_cli.register_log_diff(log, common)
     log.choices["diff"].set_defaults(func=_checked_log_diff)
-    golden = groups.add_parser("golden", help="inspect golden files").add_subparsers(
-        dest="command", required=True, metavar="{show}")
+    golden = groups.add_parser("golden", help="inspect, co-sign and audit golden files").add_subparsers(
+        dest="command", required=True, metavar="{show,approve,log}")
     p = golden.add_parser("show", parents=[common], help="datasets, snapshots, provenance and approvals")
     p.add_argument("file", type=Path, metavar="FILE")
     p.set_defaults(func=cmd_golden_show)
+    p = golden.add_parser("approve", parents=[common],
+                          help="co-sign the current generation of a golden with your SSH key (two-person rule)")
+    p.add_argument("golden", type=Path, metavar="GOLDEN")
+    p.add_argument("--reason", required=True, help="why you approve it (recorded and signed)")
+    p.add_argument("--config", metavar="NAME", help="the config whose snapshot you approve (files holding several)")
+    p.add_argument("--key", type=Path, metavar="KEY",
+                   help="SSH private key, or the .pub of an agent key (default: git config user.signingkey)")
+    p.add_argument("--approvers", type=Path, metavar="FILE",
+                   help=f"allowed-signers file (default: {APPROVERS_DEFAULT} beside the golden or here)")
+    p.add_argument("--required", type=int, default=2, metavar="N",
+                   help="signers the project requires (ini trt_approvals_required; default 2), for the count shown")
+    p.set_defaults(func=cmd_golden_approve)
+    log_group = golden.add_parser("log", help="the approval log").add_subparsers(
+        dest="log_command", required=True, metavar="{verify}")
+    p = log_group.add_parser("verify", parents=[common],
+                             help="check APPROVALS.jsonl: hash chain, signatures, each golden's chain head")
+    p.add_argument("folder", type=Path, nargs="?", default=Path("golden"), metavar="DIR",
+                   help="the golden folder (default: golden)")
+    p.add_argument("--approvers", type=Path, metavar="FILE",
+                   help=f"allowed-signers file the signatures are checked against (default: {APPROVERS_DEFAULT} "
+                        "beside the log or here; without one, signatures are not checked)")
+    p.add_argument("--require-signed", action="store_true", help="fail on unsigned lines after the chain's start")
+    p.set_defaults(func=cmd_golden_log_verify)
     onnx_group = groups.add_parser("onnx", help="read ONNX models").add_subparsers(
         dest="command", required=True, metavar="{nodes}")
     p = onnx_group.add_parser("nodes", parents=[common],

@@ -110,6 +110,10 @@ class GoldenCorrupt(GoldenError):
     """A golden file cannot be read (corrupt, truncated, wrong layout)."""
 
 
+class GoldenUnapproved(GoldenError):
+    """A golden generation lacks the valid approval signatures the project requires (signed approvals)."""
+
+
 class BundleIntegrityError(TrtError):
     """An audit bundle failed verification (hash, signature or unsafe member)."""
 

@@ -115,6 +115,19 @@ APPROVE_REPORT_OPT = _opt("--trt-approve-report", None, "path", None,
                              "with --trt-approve: the upgrade report (pytest-trt upgrade-report) the approval was "
                              "made on; its sha256 is recorded in APPROVALS.jsonl and the golden's history",
                              metavar="HTML")
+APPROVE_KEY_OPT = _opt("--trt-approve-key", "trt_approve_key", "path", None,
+                       "SSH private key (or the .pub of an agent key) that signs the approvals of "
+                       "--trt-approve with ssh-keygen -Y sign (default: git config user.signingkey)", metavar="KEY",
+                       ini_help="SSH key that signs approvals")
+APPROVERS_OPT = _opt(None, "trt_approvers", "path", None,
+                     "OpenSSH allowed-signers file of the people who may approve goldens (principals = e-mail, "
+                     "namespaces=\"pytest-trt-approval\"), reviewed in the repository, e.g. approvers.allowed_signers")
+REQUIRE_SIGNED_OPT = _opt(None, "trt_require_signed_approval", "bool", False,
+                          "a golden whose current generation has no valid approval signature by an allowed signer "
+                          "(trt_approvers) fails its check")
+APPROVALS_REQUIRED_OPT = _opt(None, "trt_approvals_required", "text", "1",
+                              "distinct allowed signers each golden generation needs (2: two-person rule; the "
+                              "change author counts once; the second signs with pytest-trt golden approve)")
 PROVENANCE_OPT = _opt("--trt-golden-provenance", "trt_golden_provenance", "choice", "compare",
                          "a golden of another backend version, device or config: 'compare' it anyway and report "
                          "the differences (default: ini trt_golden_provenance or 'compare'), or 'fail'",
@@ -161,7 +174,7 @@ def _ini(option: Option) -> str:
 OPTIONS: tuple[Option, ...] = (
     ENGINE_BUILD_OPT, BACKEND_OPT, REBUILD_OPT, CACHE_DIR_OPT,
     GOLDEN_DIR_OPT, UPDATE_GOLDEN_OPT, APPROVE_OPT, PROVENANCE_OPT, PROVENANCE_FAIL_ON_OPT,
-    APPROVE_REPORT_OPT,
+    APPROVE_REPORT_OPT, APPROVE_KEY_OPT, APPROVERS_OPT, REQUIRE_SIGNED_OPT, APPROVALS_REQUIRED_OPT,
     BUNDLE_DIR_OPT, BUNDLE_ENGINE_OPT, BUNDLE_HOSTNAME_OPT, SIGN_KEY_OPT, PINS_OPT,
     DEVICES_OPT, CATALOG_OPT, MLFLOW_URI_OPT, MLFLOW_REGISTER_OPT,
 )
@@ -175,6 +188,7 @@ GOLDEN_DIR = _flag(GOLDEN_DIR_OPT)
 UPDATE_GOLDEN = _flag(UPDATE_GOLDEN_OPT)
 APPROVE = _flag(APPROVE_OPT)
 APPROVE_REPORT = _flag(APPROVE_REPORT_OPT)
+APPROVE_KEY = _flag(APPROVE_KEY_OPT)
 PROVENANCE = _flag(PROVENANCE_OPT)
 BUNDLE_DIR = _flag(BUNDLE_DIR_OPT)
 SIGN_KEY = _flag(SIGN_KEY_OPT)
@@ -188,6 +202,10 @@ INI_BACKEND = _ini(BACKEND_OPT)
 INI_CACHE_DIR = _ini(CACHE_DIR_OPT)
 INI_GOLDEN_DIR = _ini(GOLDEN_DIR_OPT)
 INI_PROVENANCE = _ini(PROVENANCE_OPT)
+INI_APPROVE_KEY = _ini(APPROVE_KEY_OPT)
+INI_APPROVERS = _ini(APPROVERS_OPT)
+INI_REQUIRE_SIGNED = _ini(REQUIRE_SIGNED_OPT)
+INI_APPROVALS_REQUIRED = _ini(APPROVALS_REQUIRED_OPT)
 INI_PROVENANCE_FAIL_ON = _ini(PROVENANCE_FAIL_ON_OPT)
 INI_BUNDLE_DIR = _ini(BUNDLE_DIR_OPT)
 INI_SIGN_KEY = _ini(SIGN_KEY_OPT)

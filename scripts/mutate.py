@@ -36,6 +36,8 @@ class Mutant:
 
 _VERIFY = ("tests/audit/test_verify.py", "tests/audit/test_tamper.py", "tests/audit/test_hostile_bundles.py")
 _INTEGRITY = ("tests/golden/test_golden_integrity.py",)
+_CHAIN = ("tests/golden/test_approval_chain.py",)
+_SIGNOFF = ("tests/golden/test_signed_approvals.py",)
 _CLI = ("tests/audit/test_cli_bad_inputs.py", "tests/test_cli.py")
 _ASSERTIONS = ("tests/buildlog/test_buildlog_assertions.py", "tests/buildlog/test_assertion_edges.py")
 _CACHE = ("tests/foundation/test_cache.py", "tests/foundation/test_cache_integrity.py")
@@ -347,8 +349,31 @@ MUTANTS = (
            "escape_name(name), (samples, *sample_shape)", "name, (samples, *sample_shape)", _INTEGRITY,
            "an output named 'a/b' is stored as group 'a' + dataset 'b' (clashes with output 'a')"),
     Mutant("approvals-onto-torn-line", "pytest_trt/golden/approvals.py",
-           '                    line = b"\\n" + line\n', "                    pass\n", _INTEGRITY,
+           '            out = b"\\n" + out\n', "            pass\n", _INTEGRITY,
            "an approval appended onto a torn last line of APPROVALS.jsonl is lost"),
+    # -- golden/chain.py, golden/signoff.py, golden/signing.py: the approval log and its signatures -------------------
+    Mutant("chain-prev-unchecked", "pytest_trt/golden/chain.py",
+           "            if rec.get(PREV) != prev_hash:\n", "            if False:\n", _CHAIN,
+           "an edited, removed or reordered APPROVALS.jsonl line passes golden log verify"),
+    Mutant("chain-h5-head-unchecked", "pytest_trt/golden/chain.py",
+           '            if rec is None or rec.get("file") != name or rec.get("generation") != a.get("generation"):\n',
+           "            if False:\n", _CHAIN, "the removed last line of the log goes unnoticed"),
+    Mutant("chain-signatures-unchecked", "pytest_trt/golden/chain.py",
+           "    if not checked.ok:\n", "    if False:\n", _CHAIN,
+           "a line signed by a key not in the allowed signers, or edited after signing, passes log verify"),
+    Mutant("signoff-self-counts", "pytest_trt/golden/signoff.py",
+           "        if principal in changers or checked.key in changer_keys:\n", "        if rec is result.refresh:\n",
+           _SIGNOFF, "the commit author or the bundle key's owner co-signs their own change as a second person"),
+    Mutant("signoff-author-counted-twice", "pytest_trt/golden/signoff.py",
+           "            if any(p.startswith(CHANGE_AUTHOR) for p in persons):\n", "            if False:\n",
+           _SIGNOFF, "the change author's second key adds a second signer (two-person rule by one person)"),
+    Mutant("signoff-counts-lines", "pytest_trt/golden/signoff.py",
+           "            if person in persons:\n", "            if False:\n", _SIGNOFF,
+           "signature lines are counted, not distinct signers: one reviewer signing twice passes the rule"),
+    Mutant("signing-novalidate", "pytest_trt/golden/signing.py",
+           '["-Y", "verify", "-f", str(allowed), "-I", claimed, "-n", NAMESPACE, "-s", str(sig)]',
+           '["-Y", "check-novalidate", "-n", NAMESPACE, "-s", str(sig)]', _SIGNOFF,
+           "any valid SSH signature counts: a forged name or a key outside the allowed signers is accepted"),
     Mutant("golden-sidecar-not-rolled-back", "pytest_trt/golden/atomic.py",
            "                _restore_sidecar(path, before)\n", "", _INTEGRITY,
            "an approval log that cannot be written leaves a digest file naming a golden that never replaced the old"),

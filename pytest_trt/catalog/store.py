@@ -90,7 +90,7 @@ def with_approval_records(entry: CatalogEntry) -> CatalogEntry:
                 records = read_jsonl(Path(a.golden).parent)
             except (OSError, ValueError):
                 records = []
-            match = [r for r in records if r.get("file") == Path(a.golden).name
+            match = [r for r in records if r.get("file") == Path(a.golden).name and r.get("kind") != "cosign"
                      and r.get("generation") == a.generation and r.get("test") in (None, a.test)]
             if match:
                 a = dataclasses.replace(a, approver=match[-1].get("approver"), reason=match[-1].get("reason"))

@@ -10,6 +10,8 @@ dataset through the engine, batch by batch, into :mod:`pytest_trt.compare.accumu
 ``layout``/``store``/``writers``/``atomic`` hold the HDF5 file; ``integrity`` checks its bytes before h5py
 reads them (with ``digest_file``, ``blocks`` and ``probe``) and ``array_digests`` its arrays within a check's read;
 ``dataset``/``feeds`` hold the inputs, ``provenance``, ``structure``, ``approvals`` and ``show`` the rest.
+The approval log is a hash chain (``chain``) of lines signed with SSH keys (``signing``); ``signoff`` counts a
+generation's distinct allowed signers for a check, ``approve`` co-signs and verifies the log for the CLI.
 Comparing (metrics, the rule table of the verdict, the failure text) is :mod:`pytest_trt.compare`.
 
 Public entry points:

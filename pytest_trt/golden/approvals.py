@@ -11,6 +11,13 @@ generation that was not written, which the next approval of it follows.
 The log is appended on a fresh line (a torn last line is closed and kept, with
 a warning); lines that are not JSON objects are reported with their number and
 skipped by readers, never dropped from the file.
+
+The log is a hash chain (:mod:`pytest_trt.golden.chain`): each line names the
+sha256 of the line before it in ``prev_sha256``, and the golden file's record of
+the same approval holds the same value.  A refresh holds the log's lock from
+before the golden's record is written until its line is appended
+(:func:`held_log`; lock order everywhere: log, then golden file).  With an
+approval key the line is signed (:mod:`pytest_trt.golden.signing`).
 """
 
 from __future__ import annotations
@@ -20,13 +27,18 @@ import json
 import os
 import subprocess
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_trt.common.fileio import LOCK_TIMEOUT_S, locked
-from pytest_trt.errors import ApprovalLogWarning, FolderUnusable, LockTimeout
+from pytest_trt.common.fileio import LOCK_TIMEOUT_S, acquire_lock
+from pytest_trt.errors import ApprovalLogWarning, FolderUnusable
+from pytest_trt.golden import chain
+
+if TYPE_CHECKING:
+    from pytest_trt.golden.signing import Signer
 
 APPROVALS_FILE = "APPROVALS.jsonl"
 
@@ -47,6 +59,11 @@ class Approval:
     structure: dict[str, Any] | None  # record diff old -> new, None when not compared
     test: str | None = None
     report: dict[str, Any] | None = None  # {"path", "sha256"} of the upgrade report the approval was made on
+    kind: str = "refresh"  # "cosign": a second signer of a refresh (pytest-trt golden approve)
+    prev_sha256: str | None = None  # the approval log's chain head this approval's line follows
+    principal: str | None = None  # the signer, as the allowed-signers file names them (signed approvals)
+    #: who made the change, for the two-person rule: {"git_email", "bundle_signer"}
+    change: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -84,41 +101,82 @@ def check_log(golden_dir: Path) -> Path:
     return path
 
 
-def append_jsonl(golden_dir: Path, record: Mapping[str, Any], *, timeout: float = LOCK_TIMEOUT_S) -> Path:
-    """Append ``record`` as one line to ``APPROVALS.jsonl``, serialized across processes.
+class HeldLog:
+    """The approval log while its lock is held: its chain ``head`` and :meth:`append`."""
 
-    Starts on a fresh line when the last one is torn, warns about lines that are not JSON objects, and
-    leaves the log as it was when the write fails (raised as :class:`FolderUnusable`).
-    """
-    path = check_log(golden_dir)
-    line = (json.dumps(dict(record), sort_keys=True, separators=(",", ":")) + "\n").encode("utf-8")
-    try:
-        with locked(path.with_name(path.name + ".lock"), what=f"approval log {path}", timeout=timeout):
-            with open(path, "a+b") as fh:
-                fh.seek(0)
-                text = fh.read()
-                size = len(text)
-                torn = size > 0 and not text.endswith(b"\n")
-                lineno = text.count(b"\n") + 1
-                warn_bad_lines(path, [b for b in bad_lines(text) if not (torn and b[0] == lineno)])
-                if torn:
-                    warnings.warn(ApprovalLogWarning(
-                        f"{path}:{lineno}: the last line was torn (no line end); it is kept as it is and the new "
-                        "approval starts on the next line"), stacklevel=2)
-                    line = b"\n" + line
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self._data = path.read_bytes() if path.exists() else b""
+        except OSError as exc:
+            raise _unusable(path, exc) from None
+        self.head = chain.head(self._data)
+
+    def append(self, record: Mapping[str, Any], signer: Signer | None = None, *, tty: bool = False) -> bytes:
+        """Append ``record`` chained to :attr:`head` (and signed by ``signer``); return the line's bytes.
+
+        Starts on a fresh line when the last one is torn, warns about lines that are not JSON objects, and
+        leaves the log as it was when the write fails (raised as :class:`FolderUnusable`).
+        """
+        body = {**dict(record), chain.PREV: self.head}
+        if signer is not None:
+            body = signer.sign_record(body, tty=tty)
+        raw = json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")
+        text, size = self._data, len(self._data)
+        torn = size > 0 and not text.endswith(b"\n")
+        lineno = text.count(b"\n") + 1
+        warn_bad_lines(self.path, [b for b in bad_lines(text) if not (torn and b[0] == lineno)])
+        out = raw + b"\n"
+        if torn:
+            warnings.warn(ApprovalLogWarning(
+                f"{self.path}:{lineno}: the last line was torn (no line end); it is kept as it is and the new "
+                "approval starts on the next line"), stacklevel=2)
+            out = b"\n" + out
+        try:
+            with open(self.path, "ab") as fh:
                 try:
-                    fh.write(line)
+                    fh.write(out)
                     fh.flush()
                     os.fsync(fh.fileno())
                 except BaseException:
                     fh.truncate(size)  # under the lock: nothing but our own bytes follow ``size``
                     raise
-    except LockTimeout:
-        raise
+        except OSError as exc:
+            raise _unusable(self.path, exc) from None
+        self._data = text + out
+        self.head = chain.line_sha256(raw)
+        return raw
+
+
+def _unusable(path: Path, exc: OSError) -> FolderUnusable:
+    return FolderUnusable(f"approval log {path} cannot be written ({exc.strerror or exc}); the golden was left "
+                          "as it was. Make it writable, then approve again", path=path)
+
+
+@contextmanager
+def held_log(golden_dir: Path, *, timeout: float = LOCK_TIMEOUT_S,
+             folder_error: Callable[[OSError], Exception] | None = None) -> Iterator[HeldLog]:
+    """Hold ``APPROVALS.jsonl``'s lock (serialized across processes) and yield it for appending.
+
+    ``folder_error``: the error to raise when the lock file cannot be created (a read-only golden folder).
+    """
+    path = check_log(golden_dir)
+    try:
+        held = acquire_lock(path.with_name(path.name + ".lock"), what=f"approval log {path}", timeout=timeout)
     except OSError as exc:
-        raise FolderUnusable(f"approval log {path} cannot be written ({exc.strerror or exc}); the golden was left "
-                             "as it was. Make it writable, then approve again", path=path) from None
-    return path
+        raise (folder_error(exc) if folder_error is not None else _unusable(path, exc)) from None
+    try:
+        yield HeldLog(path)
+    finally:
+        held.release()
+
+
+def append_jsonl(golden_dir: Path, record: Mapping[str, Any], *, timeout: float = LOCK_TIMEOUT_S,
+                 signer: Signer | None = None) -> Path:
+    """Append ``record`` as one chained line to ``APPROVALS.jsonl`` (see :meth:`HeldLog.append`)."""
+    with held_log(golden_dir, timeout=timeout) as log:
+        log.append(record, signer)
+    return log.path
 
 
 def parse_lines(data: bytes) -> tuple[list[dict[str, Any]], list[tuple[int, str]]]:

@@ -20,6 +20,7 @@ from pytest_trt.compare.verdict import OutputMetrics, Verdict
 from pytest_trt.errors import GoldenRegression, GoldenStructureWarning, GoldenTainted
 from pytest_trt.golden.approvals import Approval
 from pytest_trt.golden.provenance import ProvenancePolicy
+from pytest_trt.golden.signing import Signer
 
 #: ``check(classifier=...)``: True/False for every output, output names, or ``{name: bool}``
 Classifier = bool | Iterable[str] | Mapping[str, bool] | None
@@ -59,6 +60,16 @@ class GoldenSettings:
     command_args: tuple[str, ...] = ()  # session options the update command must repeat (--trt-backend ...)
     provenance: ProvenancePolicy = field(default_factory=ProvenancePolicy)
     approve_report: dict[str, Any] | None = None  # {"path", "sha256"} of the upgrade report (--trt-approve-report)
+    signer: Signer | None = None  # signs the approval lines of this session's refreshes (--trt-approve-key)
+    approvers: Path | None = None  # the allowed-signers file (ini trt_approvers)
+    require_signed: bool = False  # ini trt_require_signed_approval
+    approvals_required: int = 1  # ini trt_approvals_required: distinct signers a golden generation needs
+    bundle_signer: str | None = None  # "SHA256:..." of the session's bundle key (--trt-sign-key)
+
+    @property
+    def signoff_required(self) -> bool:
+        """Whether a check needs valid approval signatures (:mod:`pytest_trt.golden.signoff`)."""
+        return self.require_signed or self.approvals_required > 1
 
 
 @dataclass(frozen=True)

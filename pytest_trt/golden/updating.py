@@ -5,7 +5,10 @@ the previous snapshot moves to ``/history``, the engine's outputs stream into
 the new one while being compared with the previous generation, and the
 approval (with those deltas) is appended to the file and, once the new file is
 complete and before it replaces the old one, to APPROVALS.jsonl with the new
-file's sha256 (log first: a golden generation never lacks its line).
+file's sha256 (log first: a golden generation never lacks its line).  The log's
+lock is held around the whole refresh, so the golden's record and the log line
+name the same chain head (:mod:`pytest_trt.golden.chain`); with an approval key
+the line is signed.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import numpy as np
 from pytest_trt.compare.accumulate import baseline_of
 from pytest_trt.errors import GoldenError, GoldenMissing
 from pytest_trt.golden import array_digests, atomic, layout, provenance, running, store, structure, writers
-from pytest_trt.golden.approvals import Approval, append_jsonl, approver, check_log
+from pytest_trt.golden.approvals import Approval, approver, check_log, held_log
 from pytest_trt.golden.dataset import GoldenDataset, dataset_digest
 from pytest_trt.golden.results import GoldenScope, UpdateResult
 
@@ -90,53 +93,66 @@ def update(scope: GoldenScope, config: Any, engine: Any, outputs: Mapping[str, n
     check_log(settings.golden_dir)  # before anything moves
     logged: list[Approval] = []
 
-    def log_first(digests: dict[str, Any]) -> None:  # the new file is complete and not yet in place
-        record = json.loads(json.dumps(logged[0].to_dict(), default=_jsonable))
-        append_jsonl(settings.golden_dir, {**record, **digests})  # file_sha256, file_blocks
+    change = change_record(settings)
+    # lock order: the approval log, then the golden file; the golden's record and the log line name one chain head
+    with held_log(settings.golden_dir, folder_error=lambda exc: writers.folder_error(settings.golden_dir, exc)) as log:
+        def log_first(digests: dict[str, Any]) -> None:  # the new file is complete and not yet in place
+            record = json.loads(json.dumps(logged[0].to_dict(), default=_jsonable))
+            log.append({**record, **digests}, settings.signer)  # file_sha256, file_blocks; chained, signed
 
-    with atomic.update(path, on_complete=log_first) as f, store.guard(path):
-        dataset_changed = _ensure_dataset(f, dataset, scope, name)
-        ds_group = f["dataset"]
-        samples, digest = int(ds_group.attrs["samples"]), str(ds_group.attrs["sha256"])
-        labels = ds_group["labels"][()] if "labels" in ds_group else None
-        tags = tuple(ds_group["tags"].asstr()[()]) if "tags" in ds_group else None
-        old = layout.snapshot_view(name, f["snapshots"][name]) if f"snapshots/{name}" in f else None
-        old_prov, old_record = (old.provenance, old.record_json()) if old else (None, None)
-        old_baselines = dict(old.baselines) if old else {}
-        group, generation = writers.begin_snapshot(f, name)
-        compare_old = old is not None and not dataset_changed
-        old_outputs = layout.output_datasets(f[f"history/{name}/gen-{generation - 1:04d}"]) if compare_old else {}
-        max_label = None if labels is None or not labels.size else int(labels.max())
-        make = running.accumulator_factory(old_baselines, classifier, max_label, strict=False)
-        accumulators = {n: make(n, ds) for n, ds in old_outputs.items()}
-        sink = _Sink(group, samples)
-        running.feed(engine, outputs, dict(ds_group["inputs"].items()), samples, batch_size, accumulators,
-                     golden_outputs=None, label=label, sink=sink, new=make)
-        sink.seal()
-        deltas = {n: a.result(samples, labels, tags, baseline_of(old_baselines, n))
-                  for n, a in accumulators.items() if a.golden is not None}
-        baselines = {n: a.baseline(labels, tags) for n, a in accumulators.items()}
-        new_prov = (provenance.from_engine(engine, dataset_sha256=digest, cwd=settings.rootdir) if engine is not None
-                    else provenance.from_outputs(config, dataset_sha256=digest, cwd=settings.rootdir))
-        record_json = structure.normalized_json(engine.record) if engine is not None else None
-        diff = None
-        if old_record is not None and record_json is not None:
-            diff = structure.diff(structure.load_normalized(old_record), structure.load_normalized(record_json))
-        approval = Approval(
-            time=provenance.utc_now(), approver=approver(settings.rootdir), reason=settings.approve,
-            file=path.name, config=name, generation=generation,
-            old_provenance=old_prov.to_dict() if old_prov else None, new_provenance=new_prov.to_dict(),
-            deltas={n: m.to_dict() for n, m in deltas.items()},
-            structure=None if diff is None else diff.to_dict(), test=scope.nodeid,
-            report=settings.approve_report,
-        )
-        writers.finish_snapshot(group, generation=generation, provenance=new_prov, baselines=baselines,
-                              record_json=record_json)
-        writers.append_approval(f, approval.to_dict())
-        logged.append(approval)
+        with atomic.update(path, on_complete=log_first) as f, store.guard(path):
+            dataset_changed = _ensure_dataset(f, dataset, scope, name)
+            ds_group = f["dataset"]
+            samples, digest = int(ds_group.attrs["samples"]), str(ds_group.attrs["sha256"])
+            labels = ds_group["labels"][()] if "labels" in ds_group else None
+            tags = tuple(ds_group["tags"].asstr()[()]) if "tags" in ds_group else None
+            old = layout.snapshot_view(name, f["snapshots"][name]) if f"snapshots/{name}" in f else None
+            old_prov, old_record = (old.provenance, old.record_json()) if old else (None, None)
+            old_baselines = dict(old.baselines) if old else {}
+            group, generation = writers.begin_snapshot(f, name)
+            compare_old = old is not None and not dataset_changed
+            old_outputs = (layout.output_datasets(f[f"history/{name}/gen-{generation - 1:04d}"]) if compare_old
+                           else {})
+            max_label = None if labels is None or not labels.size else int(labels.max())
+            make = running.accumulator_factory(old_baselines, classifier, max_label, strict=False)
+            accumulators = {n: make(n, ds) for n, ds in old_outputs.items()}
+            sink = _Sink(group, samples)
+            running.feed(engine, outputs, dict(ds_group["inputs"].items()), samples, batch_size, accumulators,
+                         golden_outputs=None, label=label, sink=sink, new=make)
+            sink.seal()
+            deltas = {n: a.result(samples, labels, tags, baseline_of(old_baselines, n))
+                      for n, a in accumulators.items() if a.golden is not None}
+            baselines = {n: a.baseline(labels, tags) for n, a in accumulators.items()}
+            new_prov = (provenance.from_engine(engine, dataset_sha256=digest, cwd=settings.rootdir)
+                        if engine is not None
+                        else provenance.from_outputs(config, dataset_sha256=digest, cwd=settings.rootdir))
+            record_json = structure.normalized_json(engine.record) if engine is not None else None
+            diff = None
+            if old_record is not None and record_json is not None:
+                diff = structure.diff(structure.load_normalized(old_record), structure.load_normalized(record_json))
+            approval = Approval(
+                time=provenance.utc_now(), approver=approver(settings.rootdir), reason=settings.approve,
+                file=path.name, config=name, generation=generation,
+                old_provenance=old_prov.to_dict() if old_prov else None, new_provenance=new_prov.to_dict(),
+                deltas={n: m.to_dict() for n, m in deltas.items()},
+                structure=None if diff is None else diff.to_dict(), test=scope.nodeid,
+                report=settings.approve_report, prev_sha256=log.head,
+                principal=settings.signer.principal if settings.signer is not None else None, change=change,
+            )
+            writers.finish_snapshot(group, generation=generation, provenance=new_prov, baselines=baselines,
+                                  record_json=record_json)
+            writers.append_approval(f, approval.to_dict())
+            logged.append(approval)
     structure_text = None if diff is None or diff.is_empty else diff.render()
     return UpdateResult(name, path, generation, deltas, structure_text, approval,
                            dataset_changed=old is not None and dataset_changed)
+
+
+def change_record(settings: Any) -> dict[str, Any]:
+    """Who makes this change, for the two-person rule: the session's git e-mail and bundle key fingerprint."""
+    from pytest_trt.golden.signing import git_value
+
+    return {"git_email": git_value(["config", "user.email"], settings.rootdir), "bundle_signer": settings.bundle_signer}
 
 
 def _jsonable(obj: Any) -> Any:

@@ -103,6 +103,11 @@ def verify(
                                 path=str(path))
         snap = g[name]
         _refuse_edited(g, snap, path)
+        if scope.settings.signoff_required:  # before any data is read: an unsigned golden is not evidence
+            from pytest_trt.common.fileio import sha256_file
+            from pytest_trt.golden import signoff
+
+            signoff.require(path, name, snap.generation, g.sha256 or sha256_file(path), scope.settings)
         problems: list[str] = []
         if dataset is not None and dataset.digest() != g.dataset_sha256:
             problems.append("the dataset passed to check() differs from the golden file's dataset")

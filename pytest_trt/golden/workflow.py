@@ -33,7 +33,8 @@ from pytest_trt.golden.results import (
 __all__ = ["CheckResult", "Classifier", "EngineLike", "GoldenCheck", "GoldenRegression", "GoldenScope",
            "GoldenSettings", "GoldenStructureWarning", "UpdateResult"]
 
-_VERDICTS = {"GoldenMissing": "missing", "GoldenTainted": "tainted", "GoldenCorrupt": "corrupt"}
+_VERDICTS = {"GoldenMissing": "missing", "GoldenTainted": "tainted", "GoldenCorrupt": "corrupt",
+             "GoldenUnapproved": "unapproved"}
 
 
 class GoldenCheck:

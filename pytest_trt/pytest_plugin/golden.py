@@ -18,6 +18,7 @@ from pytest_trt.errors import GoldenError
 
 if TYPE_CHECKING:
     from pytest_trt.golden.provenance import ProvenancePolicy
+    from pytest_trt.golden.signing import Signer
     from pytest_trt.golden.workflow import GoldenCheck, GoldenSettings
     from pytest_trt.pytest_plugin.record import ItemRecord
 
@@ -35,6 +36,7 @@ class GoldenState:
     policy_args: tuple[str, tuple[str, ...]]  # (mode, fields that fail anyway), checked at configure
     command_args: tuple[str, ...] = ()
     approve_report: dict[str, Any] | None = None
+    signatures: SignatureSettings | None = None
     #: this process's refreshes and notes, (test id, text); an xdist worker sends them in its WorkerOutput
     refreshed: list[tuple[str, str]] = field(default_factory=list)
     notes: list[tuple[str, str]] = field(default_factory=list)
@@ -76,7 +78,8 @@ class GoldenState:
         golden_dir = opt.path(config, opt.GOLDEN_DIR_OPT)
         assert golden_dir is not None  # it has a default
         return cls(golden_dir, update, approve, defaults, config.rootpath, given, _policy_args(config),
-                   command_args=opt.repeated_args(config), approve_report=_approve_report(config, approve))
+                   command_args=opt.repeated_args(config), approve_report=_approve_report(config, approve),
+                   signatures=SignatureSettings.from_config(config, update=update))
 
     def settings(self) -> GoldenSettings:
         """The workflow's settings, made on first use (imports the workflow's light half)."""
@@ -88,6 +91,7 @@ class GoldenState:
                 golden_dir=self.golden_dir, update=self.update, approve=self.approve,
                 thresholds=ThresholdSet(Thresholds(**self.defaults), given=self.given), rootdir=self.rootdir,
                 command_args=self.command_args, provenance=self.policy, approve_report=self.approve_report,
+                **(self.signatures.settings() if self.signatures is not None else {}),
             )
         return self._settings
 
@@ -138,6 +142,9 @@ class GoldenState:
             for nodeid, text in refreshed:
                 lines += [nodeid, *(f"  {line}" for line in text.splitlines())]
             lines.append(f"approvals recorded in {self.golden_dir / 'APPROVALS.jsonl'}")
+            signer = self.signatures.signer if self.signatures is not None else None
+            lines.append(f"approvals signed by {signer.principal} (key {signer.fingerprint})" if signer is not None
+                         else f"approvals UNSIGNED: sign them with {opt.APPROVE_KEY}=KEY (an SSH key)")
             return [("trt goldens refreshed", lines)]
         if not notes:
             return []
@@ -145,6 +152,88 @@ class GoldenState:
         for nodeid, text in notes:
             lines += [nodeid, *(f"  {line}" for line in text.splitlines())]
         return [("trt golden provenance", lines)]
+
+
+@dataclass(frozen=True)
+class SignatureSettings:
+    """Signed approvals: the session's approval signer, the allowed-signers file, the sign-off rule."""
+
+    signer: Signer | None
+    approvers: Path | None
+    require_signed: bool
+    approvals_required: int
+    bundle_signer: str | None
+
+    @classmethod
+    def from_config(cls, config: pytest.Config, *, update: bool) -> SignatureSettings | None:
+        """None when nothing is signed or required (no import, no subprocess); bad settings are UsageErrors."""
+        approvers = opt.path(config, opt.APPROVERS_OPT)
+        require = opt.flag_value(config, opt.REQUIRE_SIGNED_OPT)
+        text = str(opt.value(config, opt.APPROVALS_REQUIRED_OPT)).strip()
+        try:
+            required = int(text)
+        except ValueError:
+            required = 0
+        if required < 1:
+            raise pytest.UsageError(f"ini {opt.INI_APPROVALS_REQUIRED} = {text!r}: give a whole number of signers, "
+                                    "1 or more (2: two-person rule)")
+        explicit_key = opt.path(config, opt.APPROVE_KEY_OPT)
+        needed = require or required > 1
+        if needed and approvers is None:
+            raise pytest.UsageError(
+                f"ini {opt.INI_REQUIRE_SIGNED if require else opt.INI_APPROVALS_REQUIRED} checks approval "
+                f"signatures against an allowed-signers file: set ini {opt.INI_APPROVERS} = approvers.allowed_signers "
+                "(OpenSSH format, one line per approver: `you@example.com namespaces=\"pytest-trt-approval\" "
+                "ssh-ed25519 AAAA...`)")
+        if approvers is not None and not approvers.is_file():
+            raise pytest.UsageError(f"ini {opt.INI_APPROVERS}: allowed-signers file {approvers} does not exist; "
+                                    "create it (OpenSSH allowed_signers format) or fix the path")
+        if not needed and approvers is None and explicit_key is None:
+            return None
+        signer = _signer(config, explicit_key, approvers, needed) if update else None
+        bundle_key = opt.path(config, opt.SIGN_KEY_OPT)
+        bundle_signer = _bundle_fingerprint(bundle_key) if bundle_key is not None and (update or needed) else None
+        return cls(signer, approvers, require, required, bundle_signer)
+
+    def settings(self) -> dict[str, Any]:
+        return {"signer": self.signer, "approvers": self.approvers, "require_signed": self.require_signed,
+                "approvals_required": self.approvals_required, "bundle_signer": self.bundle_signer}
+
+
+def _signer(config: pytest.Config, explicit: Path | None, approvers: Path | None, needed: bool) -> Signer | None:
+    """The refresh session's approval signer, checked by signing once now (before any golden moves)."""
+    from pytest_trt.errors import SigningUnavailable
+    from pytest_trt.golden import signing
+
+    key = signing.approval_key(explicit, config.rootpath)
+    if key is None:
+        if needed:
+            raise pytest.UsageError(
+                f"this project requires signed approvals (ini {opt.INI_REQUIRE_SIGNED} / "
+                f"{opt.INI_APPROVALS_REQUIRED}): give your SSH key with {opt.APPROVE_KEY}=~/.ssh/id_ed25519 "
+                f"(or ini {opt.INI_APPROVE_KEY}, or git config user.signingkey)")
+        return None
+    email = signing.git_value(["config", "user.email"], config.rootpath)
+    try:
+        return signing.preflight(key, approvers, fallback_principal=email)
+    except (signing.SigningFailed, SigningUnavailable) as exc:
+        raise pytest.UsageError(f"{opt.APPROVE_KEY}: {exc}") from None
+
+
+def _bundle_fingerprint(key: Path) -> str | None:
+    """``SHA256:...`` of the bundle key's public half (the two-person rule compares it); None when unreadable
+    (the audit options report that key's problem)."""
+    try:
+        from cryptography.hazmat.primitives import serialization
+
+        from pytest_trt.audit.sign import load_private_key
+        from pytest_trt.golden.signing import fingerprint_of_line
+
+        public = load_private_key(key).public_key().public_bytes(serialization.Encoding.OpenSSH,
+                                                                 serialization.PublicFormat.OpenSSH)
+        return fingerprint_of_line(public.decode("ascii"))
+    except Exception:  # noqa: BLE001 - any unreadable key: pytest_plugin.audit raises the UsageError for it
+        return None
 
 
 def _policy_args(config: pytest.Config) -> tuple[str, tuple[str, ...]]:

@@ -85,8 +85,8 @@ def test_every_option_is_declared_once_with_the_house_names() -> None:
             assert o.flag == "--" + o.ini.replace("_", "-"), o  # --trt-<thing> with ini key trt_<thing>
         assert (o.flag or o.ini or "").lstrip("-").startswith(("trt-", "trt_")), o
         assert o.kind != "choice" or o.default in o.current_choices(), o
-    assert opt.PATH_OPTIONS == ("--trt-cache-dir", "--trt-golden-dir", "--trt-approve-report", "--trt-bundle-dir",
-                                "--trt-sign-key", "--trt-pins")
+    assert opt.PATH_OPTIONS == ("--trt-cache-dir", "--trt-golden-dir", "--trt-approve-report", "--trt-approve-key",
+                                "--trt-bundle-dir", "--trt-sign-key", "--trt-pins")
 
 
 def test_provenance_choices_are_the_policy_modes() -> None:

@@ -318,12 +318,12 @@ def test_approval_log_failing_after_the_file_is_complete_leaves_golden_and_sidec
     path = golden_dir / "tiny.h5"
     before = (path.read_bytes(), digest_file.sidecar_path(path).read_bytes(),
               (golden_dir / "APPROVALS.jsonl").read_bytes())
-    from pytest_trt.golden import updating
+    from pytest_trt.golden.approvals import HeldLog
 
-    def refuse(folder: Path, record: object) -> Path:
-        raise FolderUnusable(f"approval log {folder / 'APPROVALS.jsonl'} cannot be written (disk full)", path=folder)
+    def refuse(log: HeldLog, record: object, signer: object = None) -> bytes:
+        raise FolderUnusable(f"approval log {log.path} cannot be written (disk full)", path=log.path)
 
-    monkeypatch.setattr(updating, "append_jsonl", refuse)
+    monkeypatch.setattr(HeldLog, "append", refuse)
     with pytest.raises(FolderUnusable, match="disk full"):
         golden(update=True, approve="second").check(approved)
     assert (path.read_bytes(), digest_file.sidecar_path(path).read_bytes(),
