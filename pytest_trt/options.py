@@ -117,7 +117,8 @@ APPROVE_REPORT_OPT = _opt("--trt-approve-report", None, "path", None,
                              metavar="HTML")
 APPROVE_KEY_OPT = _opt("--trt-approve-key", "trt_approve_key", "path", None,
                        "SSH private key (or the .pub of an agent key) that signs the approvals of "
-                       "--trt-approve with ssh-keygen -Y sign (default: git config user.signingkey)", metavar="KEY",
+                       "--trt-approve with ssh-keygen -Y sign (default, where ini trt_approvers is set: git config "
+                       "user.signingkey with gpg.format = ssh)", metavar="KEY",
                        ini_help="SSH key that signs approvals")
 APPROVERS_OPT = _opt(None, "trt_approvers", "path", None,
                      "OpenSSH allowed-signers file of the people who may approve goldens (principals = e-mail, "

@@ -182,13 +182,16 @@ def git_value(args: list[str], cwd: Path | None) -> str | None:
 
 
 def approval_key(explicit: Path | None, rootdir: Path | None) -> Path | None:
-    """The approval key: ``explicit`` (option or ini), else ``git config user.signingkey``.
+    """The approval key: ``explicit`` (option or ini), else ``git config user.signingkey`` where git signs with SSH
+    (``gpg.format = ssh``; a GPG key id is not an SSH key).
 
     A ``key::ssh-ed25519 AAAA...`` literal (an agent key, as git allows) is written to a private temporary
     ``.pub`` file, which ssh-keygen signs with through the agent.
     """
     if explicit is not None:
         return explicit
+    if git_value(["config", "gpg.format"], rootdir) != "ssh":
+        return None
     configured = git_value(["config", "user.signingkey"], rootdir)
     if configured is None:
         return None
@@ -197,6 +200,9 @@ def approval_key(explicit: Path | None, rootdir: Path | None) -> Path | None:
         fd, name = tempfile.mkstemp(prefix="pytest-trt-agent-", suffix=".pub")
         with os.fdopen(fd, "w") as fh:
             fh.write(text + "\n")
+        import atexit
+
+        atexit.register(lambda: Path(name).unlink(missing_ok=True))
         return Path(name)
     key = Path(os.path.expanduser(configured))
     return key if key.is_absolute() or rootdir is None else rootdir / key

@@ -103,6 +103,18 @@ def test_unsigned_approval_fails_under_require_signed(golden_dir: Path, make_con
     assert "--trt-approve-key KEY" in text
 
 
+def test_git_ssh_signing_key_is_the_default(tmp_path: Path, keys: dict[str, Key]) -> None:
+    gitconfig = tmp_path / "gitconfig"
+    gitconfig.write_text(f"[user]\n\tsigningkey = {keys['alice'].path}\n")
+    assert signing.approval_key(None, tmp_path) is None  # a GPG setup: user.signingkey is no SSH key
+    gitconfig.write_text(f"[user]\n\tsigningkey = {keys['alice'].path}\n[gpg]\n\tformat = ssh\n")
+    assert signing.approval_key(None, tmp_path) == keys["alice"].path
+    assert signing.approval_key(keys["bob"].path, tmp_path) == keys["bob"].path  # the option wins
+    gitconfig.write_text(f"[user]\n\tsigningkey = key::{keys['alice'].pub}\n[gpg]\n\tformat = ssh\n")
+    literal = signing.approval_key(None, tmp_path)
+    assert literal is not None and literal.read_text().strip() == keys["alice"].pub
+
+
 def _replace_line(golden_dir: Path, index: int, rec: dict[str, Any]) -> None:
     lines = log_lines(golden_dir)
     lines[index] = json.dumps(rec, sort_keys=True, separators=(",", ":")).encode()
