@@ -150,12 +150,12 @@ def update(scope: GoldenScope, config: Any, engine: Any, outputs: Mapping[str, n
             report=settings.approve_report,
         )
         writers.finish_snapshot(group, generation=generation, provenance=new_prov, baselines=baselines,
-                              record_json=record_json, noise=noise_record())
+                              record_json=record_json, noise=(measured := noise_record()))
         writers.append_approval(f, approval.to_dict())
         logged.append(approval)
     structure_text = None if diff is None or diff.is_empty else diff.render()
     return UpdateResult(name, path, generation, deltas, structure_text, approval,
-                           dataset_changed=old is not None and dataset_changed)
+                           dataset_changed=old is not None and dataset_changed, noise=measured)
 
 
 def _jsonable(obj: Any) -> Any:

@@ -61,8 +61,9 @@ def test_the_approval_writes_the_engine_noise_against_its_reference(
     config = _config(tmp_path)
     l2, max_abs = _independent(config.onnx, inputs)
     assert 0 < l2 < 1e-5 and max_abs > 0  # the folding is visible, and small
-    _approve(golden, real_engine(config), inputs)
+    summary = _approve(golden, real_engine(config), inputs).summary_lines()
     noise = _noise(golden_dir / "cbr.h5")
+    assert summary[-1].startswith("cbr.h5 [cbr] generation 1: noise: features L2 ")
     assert noise["measured"] and noise["comparisons"] == ["engine vs reference"]
     got = noise["outputs"]["features"]
     assert got["l2_delta"] == pytest.approx(l2, rel=0.25) and got["max_abs"] == pytest.approx(max_abs, rel=0.5)
