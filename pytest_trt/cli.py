@@ -11,6 +11,7 @@ Commands::
     pytest-trt golden show FILE
     pytest-trt golden approve GOLDEN --reason TEXT [--config NAME] [--key KEY] [--approvers FILE]
     pytest-trt golden log verify [DIR] [--approvers FILE] [--require-signed]
+    pytest-trt golden tolerance PINS.toml CONFIG --golden FILE [--backend B] [--runs N] [--rebuilds N] [--margin X]
     pytest-trt onnx nodes MODEL [--op OP]
     pytest-trt calib show CACHE | calib diff OLD NEW  (see pytest_trt.calibration.cli)
     pytest-trt calib errors|search PINS.toml CONFIG --golden FILE  (see pytest_trt.sensitivity.cli)
@@ -127,6 +128,7 @@ def _show_lines(vb: Any, summary: dict[str, Any] | None) -> list[str]:
         f"environment: python {(env.get('python') or {}).get('version')}, {os_name}, "
         f"gpus {gpus}, git {git.get('commit') or 'none'}{' (dirty)' if git.get('dirty') else ''}",
     ]
+    lines.append(calibration_line(build.get("extra") or {}, pinned.get("calibration")))
     if summary is not None:
         lines += render_record_summary(summary)
     else:
@@ -136,6 +138,25 @@ def _show_lines(vb: Any, summary: dict[str, Any] | None) -> list[str]:
     lines += [f"  {test}: {v.get('verdict', '?')}" for test, v in sorted(golden.items())]
     lines.append("members: " + ", ".join(sorted(vb.member_sha256)))
     return lines
+
+
+def calibration_line(extra: dict[str, Any], pinned: Any) -> str:
+    """``bundle show``'s calibration line: algorithm, mode, quantizer, the digests, ranges and nodes left in float."""
+    calib = extra.get("calibration")
+    if not isinstance(calib, dict):
+        return "calibration: none" if not pinned else f"calibration: pinned ({json.dumps(pinned, sort_keys=True)}), " \
+                                                        "no calibration recorded by the build"
+
+    def short(key: str) -> str:
+        value = calib.get(key)
+        return f"{str(value)[:8]}…" if value else "none"
+
+    ranges = calib.get("ranges")
+    count = len(ranges) if isinstance(ranges, (dict, list)) else ranges
+    excluded = calib.get("exclude_nodes") or []
+    return (f"calibration: {calib.get('algorithm', '?')} ({calib.get('mode', '?')}; {calib.get('quantizer') or '-'}); "
+            f"data sha256 {short('data_sha256')}, cache {short('cache_sha256')}, Q/DQ {short('qdq_model_sha256')}; "
+            f"{count if count is not None else '?'} tensors; exclude_nodes {', '.join(map(str, excluded)) or 'none'}")
 
 
 def cmd_bundle_show(args: argparse.Namespace) -> int:
@@ -303,6 +324,33 @@ def cmd_golden_approve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_golden_tolerance(args: argparse.Namespace) -> int:
+    """Measure a config's noise (engine vs its unoptimized reference, runs, rebuilds) on a golden's dataset."""
+    from pytest_trt.config import BuildConfig
+    from pytest_trt.errors import TrtError
+
+    if args.runs < 1 or args.rebuilds < 0 or not args.margin > 0:
+        raise CommandInputError("--runs must be at least 1, --rebuilds at least 0 and --margin above 0")
+    for path, what in ((args.pins, "pin file"), (args.golden, "golden file")):
+        if not path.is_file():
+            raise CommandInputError(f"{path}: no such {what}")
+    from pytest_trt.golden.noise import measure_config
+
+    try:
+        config = BuildConfig.from_toml(args.pins, args.config)
+        measured = measure_config(config, args.backend, args.golden, runs=args.runs, rebuilds=args.rebuilds,
+                                  margin=args.margin)
+    except (TrtError, ValueError, OSError) as exc:
+        raise CommandInputError(f"{args.config}: {exc}") from None
+    doc = {"config": config.name, "backend": args.backend, "golden": str(args.golden), "runs": args.runs,
+           "rebuilds": args.rebuilds, **measured.to_dict()}
+    lines = [f"{config.name} on {args.backend}, golden {args.golden}: {args.runs} run(s), {args.rebuilds} "
+             f"rebuild(s), {measured.seconds:.2f} s", *measured.lines(),
+             'use them: check(..., tolerance="measured") after an approved update, or as check() keywords']
+    _emit(args, doc, lines)
+    return EXIT_OK
+
+
 def cmd_golden_log_verify(args: argparse.Namespace) -> int:
     """Check the hash chain and signatures of a golden folder's APPROVALS.jsonl."""
     from pytest_trt.golden.approve import verify_folder
@@ -391,8 +439,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_log_parse)
     upgrade_cli.register_log_diff(log, common)
     log.choices["diff"].set_defaults(func=_checked_log_diff)
-    golden = groups.add_parser("golden", help="inspect, co-sign and audit golden files").add_subparsers(
-        dest="command", required=True, metavar="{show,approve,log}")
+    golden = groups.add_parser("golden", help="inspect, co-sign, audit and measure golden files").add_subparsers(
+        dest="command", required=True, metavar="{show,approve,log,tolerance}")
     p = golden.add_parser("show", parents=[common], help="datasets, snapshots, provenance and approvals")
     p.add_argument("file", type=Path, metavar="FILE")
     p.set_defaults(func=cmd_golden_show)
@@ -419,6 +467,20 @@ def build_parser() -> argparse.ArgumentParser:
                         "beside the log or here; without one, signatures are not checked)")
     p.add_argument("--require-signed", action="store_true", help="fail on unsigned lines after the chain's start")
     p.set_defaults(func=cmd_golden_log_verify)
+    p = golden.add_parser("tolerance", parents=[common],
+                          help="measured noise per output (engine vs its unoptimized ONNX Runtime reference, runs, "
+                               "rebuilds) on a golden's dataset, and the thresholds it suggests")
+    p.add_argument("pins", type=Path, metavar="PINS.toml", help="the TOML pin file ([configs.NAME] tables)")
+    p.add_argument("config", metavar="CONFIG", help="the config's name in PINS.toml")
+    p.add_argument("--golden", type=Path, required=True, metavar="golden/NAME.h5", help="whose dataset is run")
+    p.add_argument("--backend", default="onnxruntime", metavar="B", help="the backend that builds and runs the "
+                   "engine (default onnxruntime)")
+    p.add_argument("--runs", type=int, default=1, metavar="N", help="runs of the engine compared (default 1)")
+    p.add_argument("--rebuilds", type=int, default=0, metavar="N", help="further builds compared with the first "
+                   "(default 0)")
+    p.add_argument("--margin", type=float, default=3.0, metavar="X", help="suggested threshold = noise x X "
+                   "(default 3)")
+    p.set_defaults(func=cmd_golden_tolerance)
     onnx_group = groups.add_parser("onnx", help="read ONNX models").add_subparsers(
         dest="command", required=True, metavar="{nodes}")
     p = onnx_group.add_parser("nodes", parents=[common],

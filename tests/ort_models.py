@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
 DATA = Path(__file__).parent / "data" / "models"
 ARCHITECTURES = ("resnet18", "efficientnet_b0", "mobilenet_v3_small", "convnext_tiny", "regnet_y_400mf", "vit_b_16")
@@ -43,4 +43,30 @@ def refilled(name: str, *, seed: int = 0) -> onnx.ModelProto:
 def write_refilled(name: str, folder: Path, *, seed: int = 0) -> Path:
     path = folder / f"{name}.onnx"
     onnx.save(refilled(name, seed=seed), str(path))
+    return path
+
+
+def conv_bn_relu(path: Path, *, scale: float = 1.0, seed: int = 3) -> Path:
+    """x (N, 3, 8, 8) -> Conv -> BatchNormalization -> Relu -> Flatten -> ``features`` (N, 144).
+
+    ONNX Runtime's optimized session folds the BatchNormalization into the Conv, its reference does not: the two
+    differ by float rounding, the noise a golden's thresholds should sit above.
+    """
+    rng = np.random.default_rng(seed)
+    w = (rng.standard_normal((4, 3, 3, 3)) * scale).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    gamma = rng.uniform(0.5, 1.5, 4).astype(np.float32)
+    beta = rng.standard_normal(4).astype(np.float32)
+    mean = rng.standard_normal(4).astype(np.float32)
+    var = rng.uniform(0.1, 2.0, 4).astype(np.float32)
+    inits = [numpy_helper.from_array(a, n) for a, n in ((w, "w"), (b, "b"), (gamma, "gamma"), (beta, "beta"),
+                                                          (mean, "mean"), (var, "var"))]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv"),
+             helper.make_node("BatchNormalization", ["c", "gamma", "beta", "mean", "var"], ["n"], name="bn"),
+             helper.make_node("Relu", ["n"], ["r"], name="relu"),
+             helper.make_node("Flatten", ["r"], ["features"], name="flatten")]
+    graph = helper.make_graph(nodes, "conv_bn_relu", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                                     ["N", 3, 8, 8])],
+                              [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["N", 144])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
     return path

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_trt.cli import EXIT_FAILED, EXIT_FILE, EXIT_OK, EXIT_USAGE
+from pytest_trt.config import BuildConfig
 from tests.conftest import HAS_RTX, RTX_VERSION, needs_rtx
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -260,3 +261,88 @@ def test_the_readme_asserts_on_node_names_the_example_models_have(tmp_path):
         proc = cli("onnx", "nodes", paths[model], "--json")
         known = {n["name"] for n in json.loads(proc.stdout)["nodes"]}
         assert wanted <= known, (model, sorted(wanted - known))
+
+
+def _bundle_member(bundle: Path, member: str) -> dict:
+    import tarfile
+
+    with tarfile.open(bundle) as tar:
+        for info in tar.getmembers():
+            if info.name.endswith(member):
+                f = tar.extractfile(info)
+                assert f is not None
+                return json.loads(f.read())
+    raise AssertionError(f"{member} not in {bundle}")
+
+
+def test_bundle_show_names_the_calibration(tmp_path):
+    """A calibrated ONNX Runtime build: the algorithm asked for, its mode, and the digests its build recorded;
+    a plain build says none."""
+    from examples.calibration.incident import configs, write_calibration_set
+    from pytest_trt.audit.bundle import write_bundle
+    from pytest_trt.audit.environment import capture_environment
+    from pytest_trt.backends.onnxruntime import OrtBackend
+    from pytest_trt.calibration.store import set_store_root
+    from pytest_trt.testing import write_classifier
+
+    set_store_root(tmp_path / "store")
+    try:
+        _, minmax = configs(write_calibration_set(tmp_path / "calibration.npz"))
+        env = capture_environment(backend="onnxruntime", rootdir=None)
+        calibrated = write_bundle(OrtBackend().build(minmax), tmp_path / "q", record=None, environment=env).path
+        plain_config = BuildConfig(name="plain", onnx=write_classifier(tmp_path / "plain.onnx"))
+        plain = write_bundle(OrtBackend().build(plain_config), tmp_path / "p", record=None, environment=env).path
+    finally:
+        set_store_root(None)
+    recorded = _bundle_member(calibrated, "build.json")["build"]["extra"]["calibration"]
+    proc = cli("bundle", "show", calibrated)
+    assert proc.returncode == EXIT_OK, proc.stderr
+    (line,) = [x for x in proc.stdout.splitlines() if x.startswith("calibration:")]
+    assert line.startswith(f"calibration: {minmax.calibration.algorithm} (explicit; ")
+    for key, shown in (("data_sha256", "data sha256"), ("qdq_model_sha256", "Q/DQ")):
+        assert f"{shown} {recorded[key][:8]}…" in line
+    assert f"; {len(recorded['ranges'])} tensors; exclude_nodes none" in line
+    assert "calibration: none" in cli("bundle", "show", plain).stdout.splitlines()
+
+
+def test_golden_tolerance_reports_noise_and_suggestions(tmp_path):
+    """``golden tolerance``: the engine (ONNX Runtime, optimizations on) against its reference, a second run and a
+    rebuild; the engine-vs-reference figures equal two ONNX Runtime sessions made here."""
+    import numpy as np
+    import onnxruntime as ort
+
+    from pytest_trt.golden.dataset import GoldenDataset
+    from pytest_trt.golden.updating import create_golden
+    from tests.ort_models import conv_bn_relu
+
+    conv_bn_relu(tmp_path / "cbr.onnx")
+    pins = tmp_path / "pins.toml"
+    pins.write_text('[configs.cbr]\nversion = "1"\nonnx = "cbr.onnx"\n', encoding="utf-8")
+    x = np.random.default_rng(11).standard_normal((40, 3, 8, 8)).astype(np.float32)
+    create_golden(str(tmp_path / "cbr.h5"), GoldenDataset.from_arrays({"x": x}))
+    outs = []
+    for level in (ort.GraphOptimizationLevel.ORT_ENABLE_ALL, ort.GraphOptimizationLevel.ORT_DISABLE_ALL):
+        so = ort.SessionOptions()
+        so.graph_optimization_level = level
+        so.intra_op_num_threads = 1
+        outs.append(ort.InferenceSession(str(tmp_path / "cbr.onnx"), so,
+                                         providers=["CPUExecutionProvider"]).run(None, {"x": x})[0].astype(np.float64))
+    l2 = float(np.linalg.norm(outs[0] - outs[1]) / np.linalg.norm(outs[1]))
+    proc = cli("golden", "tolerance", pins, "cbr", "--golden", tmp_path / "cbr.h5", "--runs", "2", "--rebuilds", "1",
+               "--margin", "10", "--json")
+    assert proc.returncode == EXIT_OK, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["comparisons"] == ["engine vs reference", "run to run", "rebuild to rebuild"]
+    vs_ref = doc["per_comparison"]["engine vs reference"]["features"]
+    assert vs_ref["l2_delta"] == pytest.approx(l2, rel=0.25) and vs_ref["samples"] == 40
+    assert doc["per_comparison"]["run to run"]["features"]["max_abs"] == 0.0  # ONNX Runtime on a CPU repeats itself
+    worst = doc["outputs"]["features"]
+    assert doc["suggested"]["features"]["l2_delta"] == pytest.approx(max(10 * worst["l2_delta"], 1e-6))
+    assert doc["suggested"]["features"]["max_abs"] == pytest.approx(max(10 * worst["max_abs"], 1e-6))
+    text = cli("golden", "tolerance", pins, "cbr", "--golden", tmp_path / "cbr.h5").stdout
+    assert "features: suggested (noise x 3): l2_delta=" in text and "features: max abs " in text
+    bad = cli("golden", "tolerance", pins, "nope", "--golden", tmp_path / "cbr.h5")
+    assert bad.returncode == EXIT_FILE and "nope" in bad.stderr
+    _no_traceback(bad)
+    missing = cli("golden", "tolerance", pins, "cbr", "--golden", tmp_path / "none.h5")
+    assert missing.returncode == EXIT_FILE and "none.h5: no such golden file" in missing.stderr

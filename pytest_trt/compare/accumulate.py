@@ -87,7 +87,7 @@ class OutputAccumulator:
 
     def _decide(self, first: np.ndarray) -> bool:
         if self.declared is None:
-            return metrics.looks_like_class_scores(first, self.max_label)
+            return metrics.looks_like_class_scores(first, self.max_label, self.name)
         if self.declared and not metrics.is_classifier(self.sample_shape, first.dtype):
             raise GoldenError(
                 f"output {self.name!r} is declared a classifier but gives samples of shape {self.sample_shape} "
@@ -119,6 +119,19 @@ class OutputAccumulator:
             tags=metrics.per_tag(o, g, labels, tags) if tags is not None else (),
             drift=drift,
         )
+
+    def as_golden(self, samples: int, labels: np.ndarray | None, tags: Sequence[str] | None,
+                  base: distribution.DistributionBaseline | None) -> OutputMetrics:
+        """The figures a check of these very outputs against themselves would compute: which metrics the next
+        check of a snapshot made from them can evaluate (an update refuses thresholds it could not)."""
+        same = metrics.ElementStats(samples, 0.0, 0.0, 0.0, 1.0, 0.0, 0, 0)
+        o = self.obtained_top1()
+        if not self.classifier or o is None:
+            return OutputMetrics(self.name, samples, same)
+        drift = distribution.drift(base, self.per_sample_stats()) if base is not None and self._stats else ()
+        acc = None if labels is None else metrics.accuracy(o, labels)
+        return OutputMetrics(self.name, samples, same, top1_agreement=1.0, accuracy=acc, golden_accuracy=acc,
+                             tags=metrics.per_tag(o, o, labels, tags) if tags is not None else (), drift=drift)
 
     def baseline(self, labels: np.ndarray | None, tags: Sequence[str] | None) -> dict[str, Any]:
         """Metric baselines of these outputs as a new golden: accuracy (overall, per tag), distribution."""

@@ -8,9 +8,10 @@ output can evaluate is *refused* by :func:`refusals`: it never passes quietly.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
-from pytest_trt.compare.rules import NOT_CLASS_SCORES, REFUSALS, RULES, not_evaluated
+from pytest_trt.compare.rules import NOT_CLASS_SCORES, REFUSALS, RULES, not_evaluated, rule
 from pytest_trt.compare.thresholds import Thresholds, ThresholdSet
 from pytest_trt.compare.verdict import FAIL, NO_LABELS, NOT_EVALUATED, Breach, MetricCheck, OutputMetrics, Verdict
 
@@ -58,6 +59,12 @@ def _refusal(name: str, checks: list[MetricCheck]) -> str:
                                                                    else "")
 
 
+def unevaluable(limits: ThresholdSet, facts: Mapping[str, OutputMetrics]) -> tuple[str, ...]:
+    """The refusals a check would give with ``limits`` on outputs whose figures are ``facts`` (an update's own
+    outputs, :meth:`~pytest_trt.compare.accumulate.OutputAccumulator.as_golden`): the same texts as :func:`judge`."""
+    return judge(facts, limits).refused
+
+
 def judge(
     metrics: Mapping[str, OutputMetrics],
     limits: ThresholdSet,
@@ -78,3 +85,20 @@ def judge(
                 or c.metric in limits.given_per_output.get(c.output, ()) or c.reason == NO_LABELS)
 
     return Verdict(tuple(c for c in checks if shown(c)), refused, tuple(problems), tuple(provenance), structure_text)
+
+
+def with_noise(verdict: Verdict, figures: Mapping[str, Mapping[str, float]]) -> Verdict:
+    """``verdict`` with the noise measured at approval beside each threshold it bounds:
+    ``threshold(0.05), measured noise 0.0012`` (``figures``: :meth:`pytest_trt.golden.noise.Noise.figures`)."""
+    def add(c: MetricCheck) -> MetricCheck:
+        value = figures.get(c.output, {}).get(c.metric)
+        if value is None or c.threshold is None or c.tag is not None or c.stat is not None:
+            return c
+        show = rule(c.metric).show
+        bare = f"threshold({show(c.threshold)})"
+        if bare not in c.text:
+            return c
+        text = c.text.replace(bare, f"{bare}, measured noise {show(value)}", 1)
+        return replace(c, text=text, noise=value)
+
+    return replace(verdict, checks=tuple(add(c) for c in verdict.checks))

@@ -13,6 +13,7 @@ Two kinds of metric:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -189,13 +190,27 @@ def is_classifier(sample_shape: Sequence[int], dtype: np.dtype) -> bool:
     return bool(np.issubdtype(dtype, np.integer)) and len(sample_shape) == 0
 
 
-def looks_like_class_scores(batch: np.ndarray, max_label: int | None) -> bool:
+#: output names that say "class scores" by themselves, matched case-insensitively against the name's last part
+#: (after ``/``, ``:`` or ``.``): ``logits``, ``probs``, ``probabilities`` (optionally ``cls_``/``class_`` before,
+#: a number after), ``cls_scores``, ``class_scores``; a bare ``scores`` is not one (detectors' box scores)
+CLASS_SCORE_NAME = re.compile(r"(?:(?:cls|class)_?)?(?:logits|probs|probabilities)(?:_?\d+)?"
+                              r"|(?:cls|class)_?scores(?:_?\d+)?", re.IGNORECASE)
+
+
+def named_like_class_scores(name: str | None) -> bool:
+    """Whether an output's name says it holds class scores (:data:`CLASS_SCORE_NAME`)."""
+    return bool(name) and CLASS_SCORE_NAME.fullmatch(re.split(r"[/:.]", str(name))[-1]) is not None
+
+
+def looks_like_class_scores(batch: np.ndarray, max_label: int | None, name: str | None = None) -> bool:
     """Detection of an undeclared classifier output, from its first batch.
 
     Integer ``(N,)`` outputs are class indices (ArgMax).  A float ``(N, C)``
     output is taken as class scores only with evidence beyond its shape:
-    rows that are probabilities (a Softmax output), or a labelled golden
-    dataset whose labels index into C.  Boxes, embeddings and regression
+    rows that are probabilities (a Softmax output), a labelled golden
+    dataset whose labels index into C, or its name (``logits``, ``probs``,
+    ``probabilities``, ``class_scores``, ``cls_scores``: see
+    :func:`named_like_class_scores`).  Boxes, embeddings and regression
     heads have the same shape; declare real classifiers with ``classifier=``.
     """
     arr = np.asarray(batch)
@@ -205,7 +220,8 @@ def looks_like_class_scores(batch: np.ndarray, max_label: int | None) -> bool:
         return True
     from pytest_trt.compare.distribution import looks_like_probabilities
 
-    return looks_like_probabilities(arr) or (max_label is not None and 0 <= max_label < arr.shape[1])
+    return (named_like_class_scores(name) or looks_like_probabilities(arr)
+            or (max_label is not None and 0 <= max_label < arr.shape[1]))
 
 
 def top1(batch: np.ndarray) -> np.ndarray:

@@ -94,6 +94,8 @@ class ThresholdSet:
     given: frozenset[str] = frozenset()
     #: names the user set for one output (``per_output``)
     given_per_output: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    #: names ``check()`` keywords set, ``None`` (switched off) included: a measured tolerance leaves them alone
+    explicit: frozenset[str] = frozenset()
 
     def for_output(self, name: str) -> Thresholds:
         return self.per_output.get(name, self.default)
@@ -108,7 +110,16 @@ class ThresholdSet:
         for name, overrides in (per_output or {}).items():
             outputs[name] = outputs.get(name, default).updated(overrides)
             given_per[name] = given_per.get(name, frozenset()) | _set(overrides)
-        return ThresholdSet(default, outputs, self.given | _set(changes), given_per)
+        return ThresholdSet(default, outputs, self.given | _set(changes), given_per, self.explicit | frozenset(changes))
+
+    def with_measured(self, suggested: Mapping[str, Mapping[str, float]]) -> ThresholdSet:
+        """Per output, the thresholds a noise measurement suggests (``check(tolerance="measured")``) in place of
+        the defaults and ini values; a threshold the user gave (``check()`` keyword, ``per_output``) still wins."""
+        outputs = dict(self.per_output)
+        for name, values in suggested.items():
+            kept = self.given | self.explicit | self.given_per_output.get(name, frozenset())
+            outputs[name] = self.for_output(name).updated({k: v for k, v in values.items() if k not in kept})
+        return replace(self, per_output=outputs)
 
 
 def _set(changes: Mapping[str, Any]) -> frozenset[str]:

@@ -97,6 +97,7 @@ class MetricCheck:
     tag: str | None = None
     stat: str | None = None
     reason: str | None = None
+    noise: float | None = None  # the noise measured at approval, in the metric's unit (shown beside the threshold)
 
     @property
     def passed(self) -> bool:

@@ -7,7 +7,7 @@ One file per model, ``<golden_dir>/<config.name>.h5``::
     /dataset/inputs/<name> (N, ...)          no filter (see writers.INPUT_FILTERS)
     /dataset/labels        (N,) int64        optional
     /dataset/tags          (N,) utf-8        optional, "" = no tag, commas separate several
-    /snapshots/<config>    attrs generation, provenance (JSON), baselines (JSON)
+    /snapshots/<config>    attrs generation, provenance (JSON), baselines (JSON), noise (JSON, optional)
         outputs/<escaped>  (N, ...)          no filter (see writers.OUTPUT_FILTERS); attr name: the output's name
         record             uint8 JSON bytes  the normalized BuildRecord
     /history/<config>/gen-<NNNN>             earlier snapshots, moved here unchanged
@@ -51,6 +51,11 @@ class SnapshotView:
     baselines: dict[str, Any]
     outputs: Mapping[str, h5py.Dataset]
     group: h5py.Group
+
+    @property
+    def noise(self) -> dict[str, Any] | None:
+        """The noise measured at approval (:mod:`pytest_trt.golden.noise`; ``measured`` false: why not), or None."""
+        return _object_attr(self.config, self.group, "noise") if "noise" in self.group.attrs else None
 
     def record_json(self) -> str | None:
         return bytes(self.group["record"][()]).decode("utf-8") if "record" in self.group else None

@@ -136,13 +136,18 @@ class UpdateResult:
     structure: str | None
     approval: Approval
     dataset_changed: bool = False  # the refresh replaced the golden dataset: earlier outputs ran other inputs
+    noise: Mapping[str, Any] | None = None  # the snapshot's measured noise (pytest_trt.golden.noise), or why none
 
     def summary_lines(self) -> list[str]:
-        """Terminal-summary lines: what the refresh changed, per output."""
+        """Terminal-summary lines: what the refresh changed, per output; the noise measured."""
         label = f"{self.path.name} [{self.config}] generation {self.generation}"
         lines = render_deltas(label, self.deltas, previous=self.generation - 1, dataset_changed=self.dataset_changed)
         if self.structure:
             lines += [f"{label}: structure: {s}" for s in self.structure.splitlines()]
+        if self.noise is not None:
+            from pytest_trt.golden.noise import describe
+
+            lines.append(f"{label}: {describe(self.noise)}")
         return lines
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_trt.golden.layout import SnapshotView
+from pytest_trt.golden.noise import describe
 from pytest_trt.golden.store import GoldenFile, guard
 
 
@@ -15,7 +16,7 @@ def _arrays(group: Any) -> dict[str, dict[str, Any]]:
 
 def _snapshot(s: SnapshotView) -> dict[str, Any]:
     return {"generation": s.generation, "provenance": s.provenance.to_dict(), "baselines": s.baselines,
-            "outputs": _arrays(s.outputs), "has_record": "record" in s.group}
+            "outputs": _arrays(s.outputs), "has_record": "record" in s.group, "noise": s.noise}
 
 
 def golden_show_json(path: str | Path) -> dict[str, Any]:
@@ -74,6 +75,7 @@ def golden_show(path: str | Path) -> str:
             acc = cur["baselines"].get(k, {}).get("accuracy")
             extra = "" if acc is None else f", golden accuracy {acc * 100:.1f}%"
             lines.append(f"  output {k}: {v['dtype']} {tuple(v['shape'])}{extra}")
+        lines.append("  " + describe(cur["noise"]))
     lines.append(f"approvals: {len(d['approvals'])}")
     for a in d["approvals"]:
         lines.append(f"  {a.get('time', '?')} {a.get('config', '?')} generation {a.get('generation', '?')} "

@@ -21,8 +21,10 @@ import h5py
 import numpy as np
 
 from pytest_trt.compare.accumulate import baseline_of
+from pytest_trt.compare.assess import unevaluable
+from pytest_trt.compare.thresholds import ThresholdSet
 from pytest_trt.errors import GoldenError, GoldenMissing
-from pytest_trt.golden import array_digests, atomic, layout, provenance, running, store, structure, writers
+from pytest_trt.golden import array_digests, atomic, layout, noise, provenance, running, store, structure, writers
 from pytest_trt.golden.approvals import Approval, approver, check_log, held_log
 from pytest_trt.golden.dataset import GoldenDataset, dataset_digest
 from pytest_trt.golden.results import GoldenScope, UpdateResult
@@ -81,8 +83,15 @@ def _ensure_dataset(f: h5py.File, dataset: GoldenDataset | None, scope: GoldenSc
 
 def update(scope: GoldenScope, config: Any, engine: Any, outputs: Mapping[str, np.ndarray] | None, *,
            dataset: GoldenDataset | None, batch_size: int | None,
-           classifier: Callable[[str], bool | None] = lambda name: None) -> UpdateResult:
-    """Write the approved snapshot of ``config``; return what changed against the previous one."""
+           classifier: Callable[[str], bool | None] = lambda name: None,
+           limits: ThresholdSet | None = None) -> UpdateResult:
+    """Write the approved snapshot of ``config``; return what changed against the previous one.
+
+    ``limits``: the check's thresholds; one that the next check of this very snapshot could not evaluate
+    (``top1_drop`` without labels, ``top1_agreement`` without class scores) refuses the update before anything
+    is written.  The engine's noise against its unoptimized reference is measured in the same pass
+    (:mod:`pytest_trt.golden.noise`) and written into the snapshot.
+    """
     __tracebackhide__ = True
     settings = scope.settings
     if not settings.approve:
@@ -117,12 +126,23 @@ def update(scope: GoldenScope, config: Any, engine: Any, outputs: Mapping[str, n
             make = running.accumulator_factory(old_baselines, classifier, max_label, strict=False)
             accumulators = {n: make(n, ds) for n, ds in old_outputs.items()}
             sink = _Sink(group, samples)
-            running.feed(engine, outputs, dict(ds_group["inputs"].items()), samples, batch_size, accumulators,
+            fed, noise_record = noise.tap(engine, noise.classifier_rule(old_baselines, classifier, max_label))
+            running.feed(fed, outputs, dict(ds_group["inputs"].items()), samples, batch_size, accumulators,
                          golden_outputs=None, label=label, sink=sink, new=make)
             sink.seal()
             deltas = {n: a.result(samples, labels, tags, baseline_of(old_baselines, n))
                       for n, a in accumulators.items() if a.golden is not None}
             baselines = {n: a.baseline(labels, tags) for n, a in accumulators.items()}
+            if limits is not None:
+                facts = {n: a.as_golden(samples, labels, tags, baseline_of(baselines, n))
+                         for n, a in accumulators.items()}
+                refused = unevaluable(limits, facts)
+                if refused:  # inside the atomic update: nothing is written, no approval logged
+                    raise GoldenError(
+                        f"{label}: refusing to approve: {'; '.join(refused)}. The next check of this snapshot would "
+                        "refuse the same threshold, so the golden could never pass: change the threshold in check() "
+                        "(or give the golden dataset what it needs) and approve again", refused=list(refused),
+                    )
             new_prov = (provenance.from_engine(engine, dataset_sha256=digest, cwd=settings.rootdir)
                         if engine is not None
                         else provenance.from_outputs(config, dataset_sha256=digest, cwd=settings.rootdir))
@@ -140,12 +160,12 @@ def update(scope: GoldenScope, config: Any, engine: Any, outputs: Mapping[str, n
                 principal=settings.signer.principal if settings.signer is not None else None, change=change,
             )
             writers.finish_snapshot(group, generation=generation, provenance=new_prov, baselines=baselines,
-                                  record_json=record_json)
+                                  record_json=record_json, noise=(measured := noise_record()))
             writers.append_approval(f, approval.to_dict())
             logged.append(approval)
     structure_text = None if diff is None or diff.is_empty else diff.render()
     return UpdateResult(name, path, generation, deltas, structure_text, approval,
-                           dataset_changed=old is not None and dataset_changed)
+                           dataset_changed=old is not None and dataset_changed, noise=measured)
 
 
 def change_record(settings: Any) -> dict[str, Any]:

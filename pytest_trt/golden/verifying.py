@@ -10,13 +10,13 @@ import numpy as np
 
 from pytest_trt.buildlog.record_diff import RecordDiff
 from pytest_trt.compare.accumulate import baseline_of
-from pytest_trt.compare.assess import judge
+from pytest_trt.compare.assess import judge, with_noise
 from pytest_trt.compare.output_summary import summarize_outputs
 from pytest_trt.compare.render import update_command
 from pytest_trt.compare.thresholds import ThresholdSet
 from pytest_trt.compare.verdict import ProvenanceChange
 from pytest_trt.errors import GoldenError, GoldenMissing
-from pytest_trt.golden import array_digests, provenance, running, structure
+from pytest_trt.golden import array_digests, noise, provenance, running, structure
 from pytest_trt.golden.approvals import read_jsonl
 from pytest_trt.golden.dataset import GoldenDataset
 from pytest_trt.golden.layout import SnapshotView
@@ -85,8 +85,13 @@ def verify(
     limits: ThresholdSet,
     batch_size: int | None,
     classifier: Callable[[str], bool | None],
+    tolerance: str | None = None,
 ) -> CheckResult:
-    """Compare ``engine`` (or ``outputs``) with the golden of ``config``; raise on any failure."""
+    """Compare ``engine`` (or ``outputs``) with the golden of ``config``; raise on any failure.
+
+    ``tolerance="measured"``: the thresholds the noise measured at approval suggests, per output (explicit
+    thresholds still win).  A failure shows the measured noise beside each threshold it bounds.
+    """
     __tracebackhide__ = True
     name = config.name
     path: Path = scope.path_for(name)
@@ -108,6 +113,15 @@ def verify(
             from pytest_trt.golden import signoff
 
             signoff.require(path, name, snap.generation, g.sha256 or sha256_file(path), scope.settings)
+        measured = noise.stored(snap.noise)
+        if tolerance == "measured":
+            if measured is None:
+                raise GoldenError(
+                    f"{path} [{name}]: check(tolerance=\"measured\") needs the noise measured at approval, and "
+                    f"generation {snap.generation} has none ({noise.describe(snap.noise)}); approve the golden "
+                    "again (--trt-update-golden --trt-approve REASON) with an engine that runs here, or measure "
+                    "it with `pytest-trt golden tolerance` and give the thresholds to check()", path=str(path))
+            limits = limits.with_measured(measured.suggested())
         problems: list[str] = []
         if dataset is not None and dataset.digest() != g.dataset_sha256:
             problems.append("the dataset passed to check() differs from the golden file's dataset")
@@ -138,6 +152,8 @@ def verify(
         structure_text = diff.render() if diff.has_structure_changes else None
     failing_structure = structure_text if structure == "fail" else None
     verdict = judge(metrics, limits, problems=problems, provenance=changes, structure_text=failing_structure)
+    if measured is not None:
+        verdict = with_noise(verdict, measured.figures())
     golden_label = f"{path} [{name}] generation {generation}, {sum(1 for _ in metrics)} outputs"
     # what the upgrade report draws from (pytest_trt.compare.output_summary), kept with the verdict in the bundle
     outputs_summary = {**summarize_outputs(accumulators, metrics, limits, labels), "golden_file": str(path)}

@@ -89,6 +89,7 @@ class GoldenCheck:
         per_output: Mapping[str, Mapping[str, Any]] | None = None,
         batch_size: int | None = None,
         classifier: Classifier = None,
+        tolerance: str | None = None,
         **thresholds: Any,
     ) -> CheckResult | UpdateResult:
         """Compare with the golden, or write an approved snapshot in update mode.
@@ -103,7 +104,10 @@ class GoldenCheck:
         class scores (``True``, ``["logits"]``, ``{"boxes": False}``);
         undeclared outputs are detected (see
         :func:`~pytest_trt.compare.metrics.looks_like_class_scores`) and the
-        golden remembers the decision.
+        golden remembers the decision.  ``tolerance="measured"``: per output,
+        the thresholds suggested by the noise measured at approval (the
+        engine against its unoptimized reference, see
+        :mod:`pytest_trt.golden.noise`); explicit thresholds still win.
         """
         __tracebackhide__ = True
         self.prefetch(getattr(getattr(engine_or_outputs, "config", None), "name", None))
@@ -112,6 +116,9 @@ class GoldenCheck:
 
         if structure not in structure_modes():
             raise GoldenError(f"structure={structure!r}; choose one of {', '.join(structure_modes())}")
+        if tolerance not in (None, "measured"):
+            raise GoldenError(f"tolerance={tolerance!r}; the one choice is tolerance=\"measured\" (the thresholds "
+                              "the noise measured at approval suggests)")
         timing_opts = timing.split_options(thresholds)  # latency_drift=, throughput_drift=
         limits = self.settings.thresholds.with_overrides(thresholds, per_output)
         declared = declared_classifiers(classifier)
@@ -127,13 +134,14 @@ class GoldenCheck:
             ensure_runnable(engine)
             if self.settings.update:
                 updated = updating.update(self.scope, config, engine, outputs, dataset=dataset, batch_size=batch_size,
-                                          classifier=declared)
+                                          classifier=declared, limits=limits)
                 if self._on_update is not None:
                     self._on_update(updated)
                 result = updated
             else:
                 result = verifying.verify(self.scope, config, engine, outputs, structure=structure, dataset=dataset,
-                                          limits=limits, batch_size=batch_size, classifier=declared)
+                                          limits=limits, batch_size=batch_size, classifier=declared,
+                                          tolerance=tolerance)
             if timing_opts is not None:
                 (timing.store if self.settings.update else timing.verify)(self.scope, engine, timing_opts)
         except EngineNotRunnable as exc:

@@ -152,7 +152,7 @@ def create_output(
 
 
 def finish_snapshot(group: h5py.Group, *, generation: int, provenance: Provenance, baselines: Mapping[str, Any],
-                    record_json: str | None) -> None:
+                    record_json: str | None, noise: Mapping[str, Any] | None = None) -> None:
     if record_json is not None:
         data = np.frombuffer(record_json.encode("utf-8"), dtype=np.uint8)
         create_array(group, "record", data.shape, np.uint8, {"compression": "gzip"},
@@ -160,6 +160,8 @@ def finish_snapshot(group: h5py.Group, *, generation: int, provenance: Provenanc
     group.attrs["generation"] = generation
     group.attrs["provenance"] = _json_attr(provenance.to_dict())
     group.attrs["baselines"] = _json_attr(dict(baselines))
+    if noise is not None:  # pytest_trt.golden.noise: measured at approval, or why not
+        group.attrs["noise"] = _json_attr(dict(noise))
 
 
 def append_approval(f: h5py.File, record: Mapping[str, Any]) -> None:

@@ -75,3 +75,22 @@ def test_logits_over_batches_match_whole_array_float64(tmp_path: Path) -> None:
     np.testing.assert_allclose(stats["top2_margin"], top2[:, 1] - top2[:, 0], atol=2e-6, rtol=1e-5)
     np.testing.assert_allclose(stats["entropy"], -(p * np.log(p)).sum(axis=1), atol=2e-6, rtol=1e-5)
 
+
+
+@pytest.mark.parametrize("name", ["logits", "output/logits", "cls_logits", "probs", "class_scores", "cls_scores"])
+def test_float_logits_are_class_scores_without_labels(name: str) -> None:
+    """Unlabelled, unnormalized (N, 10) scores: the name alone makes them class scores, so top-1 agreement is
+    computed by default; the same array named ``features`` or ``scores`` (box scores) is not."""
+    rng = np.random.default_rng(5)
+    golden = rng.standard_normal((32, 10)).astype(np.float32) * 4  # rows are not probabilities
+    obtained = golden.copy()
+    obtained[:4] = obtained[:4, ::-1]  # 4 samples change their top-1 (reversed rows move the argmax)
+    expected = float(np.mean(np.argmax(obtained, 1) == np.argmax(golden, 1)))
+    assert expected < 1.0
+    acc = OutputAccumulator(name, golden, max_label=None)
+    acc.update(0, obtained)
+    assert acc.classifier and acc.result(32, None, None, None).top1_agreement == pytest.approx(expected)
+    for other in ("features", "scores", "embedding"):
+        control = OutputAccumulator(other, golden, max_label=None)
+        control.update(0, obtained)
+        assert not control.classifier and control.result(32, None, None, None).top1_agreement is None

@@ -69,7 +69,8 @@ def test_changed_model_fails_with_regression_lines(
     with pytest.raises(GoldenRegression) as info:  # another ONNX: compared anyway, the thresholds decide
         golden().check(changed, l2_delta=0.05)
     text = str(info.value)
-    assert "[REGRESSION] logits: Output L2 norm delta: 0.25 > threshold(0.05)" in text.splitlines()
+    # the approved engine ran bit-identical to its reference: the measured noise is 0
+    assert "[REGRESSION] logits: Output L2 norm delta: 0.25 > threshold(0.05), measured noise 0" in text.splitlines()
     assert "[GOLDEN] provenance differs, compared anyway: onnx_sha256: golden " in text
     assert text.splitlines()[-1].strip() == COMMAND
     with pytest.raises(GoldenTainted) as tainted:  # strict policy: any difference is fatal
@@ -210,7 +211,7 @@ def test_dataset_passed_to_check_must_match_the_file(
         golden().check(real_engine(config), dataset=other)
     replaced = approve(golden, real_engine(config), other, reason="new curated set")  # approved replacement
     assert replaced.generation == 2 and replaced.deltas == {}
-    assert replaced.summary_lines() == ["tiny.h5 [tiny] generation 2: new golden dataset; generation 1 ran other "
+    assert replaced.summary_lines()[:1] == ["tiny.h5 [tiny] generation 2: new golden dataset; generation 1 ran other "
                                         "inputs, so its outputs are not comparable (the approval records both "
                                         "provenances)"]
     golden().check(real_engine(config), dataset=other)
@@ -229,3 +230,26 @@ def test_accuracy_drop_against_labels_fails(golden: MakeGolden, make_config: Mak
                for line in lines)
     assert any(line.startswith("[REGRESSION] logits[tag=edge]: Top-1 Acc drop: -") for line in lines)
     assert json.dumps(info.value.context["verdict"])  # JSON-able context for reports
+
+
+def test_update_refuses_thresholds_its_check_would_refuse(
+    golden: MakeGolden, make_config: MakeConfig, golden_dir: Path
+) -> None:
+    """top1_drop without labels: the approval is refused before anything is written (golden and log unchanged),
+    with the refusal the next check would give; the same threshold with labels is approved."""
+    unlabelled = GoldenDataset.from_arrays({"x": np.random.default_rng(3).standard_normal((40, 8)).astype(np.float32)})
+    engine = real_engine(make_config())
+    approve(golden, engine, unlabelled)  # the defaults: approved
+    path, log = golden_dir / "tiny.h5", golden_dir / "APPROVALS.jsonl"
+    before = (path.read_bytes(), log.read_bytes())
+    with pytest.raises(GoldenError) as info:
+        golden(update=True, approve="CR-2").check(engine, top1_drop=0.02)
+    text = str(info.value)
+    assert "refusing to approve: top1_drop needs labels in the golden dataset" in text
+    assert "the golden could never pass" in text
+    assert (path.read_bytes(), log.read_bytes()) == before
+    with pytest.raises(GoldenRegression, match=r"\[REFUSED\] top1_drop needs labels"):  # what it would have met
+        golden().check(engine, top1_drop=0.02)
+    labelled = GoldenDataset.from_arrays({"x": unlabelled.inputs["x"]}, labels=np.arange(40) % 5)
+    golden(update=True, approve="CR-3").check(engine, dataset=labelled, top1_drop=0.02)
+    golden().check(engine, top1_drop=0.02)
