@@ -313,11 +313,28 @@ def statements(info: BundleInfo, inputs: BundleInputs) -> list[dict[str, Any]]:
     return made
 
 
-def write_attestations(info: BundleInfo, inputs: BundleInputs) -> AttestInfo:
-    """Write ``<bundle>.intoto.jsonl`` (and ``<bundle>.cdx.json``) beside the bundle ``info``; atomic, read-only."""
-    from pytest_trt.audit.bundle import BUNDLE_FILE_MODE
-    from pytest_trt.common.fileio import write_bytes_atomic
+@dataclass(frozen=True)
+class Prepared:
+    """Attestations made and signed in memory (:func:`prepare_attestations`), to be written by :meth:`write`."""
 
+    info: AttestInfo
+    lines: bytes  # <bundle>.intoto.jsonl
+    bom: bytes  # <bundle>.cdx.json
+
+    def write(self) -> AttestInfo:
+        """Write both files atomically, read-only, beside the bundle."""
+        from pytest_trt.audit.bundle import BUNDLE_FILE_MODE
+        from pytest_trt.common.fileio import write_bytes_atomic
+
+        # the ML-BOM alone is a copy of the attested one (attest verify compares them): not fsynced, a power cut
+        # may lose it; the attestations are evidence, fsynced like the bundle
+        write_bytes_atomic(self.info.bom, self.bom, mode=BUNDLE_FILE_MODE, fsync=False)
+        write_bytes_atomic(self.info.path, self.lines, mode=BUNDLE_FILE_MODE)
+        return self.info
+
+
+def prepare_attestations(info: BundleInfo, inputs: BundleInputs) -> Prepared:
+    """The attestations of the bundle ``info`` made from ``inputs``: statements checked, envelopes signed."""
     try:
         made = statements(info, inputs)
     except ImportError as exc:
@@ -327,12 +344,15 @@ def write_attestations(info: BundleInfo, inputs: BundleInputs) -> AttestInfo:
         from pytest_trt.audit.sign import load_private_key
 
         key = load_private_key(inputs.sign_key)
-    lines = b"".join(canonical(envelope(doc, key)) + b"\n" for doc in made)
-    path, cdx = attestation_path(info.path), bom_path(info.path)
-    write_bytes_atomic(cdx, canonical(made[-1]["predicate"]) + b"\n", mode=BUNDLE_FILE_MODE)
-    write_bytes_atomic(path, lines, mode=BUNDLE_FILE_MODE)
     from pytest_trt.audit.sign import algorithm_of
 
-    return AttestInfo(path=path, bom=cdx, count=len(made), signed=key is not None,
-                      algorithm=algorithm_of(key) if key is not None else None,
-                      keyid=keyid(key.public_key()) if key is not None else None)
+    lines = b"".join(canonical(envelope(doc, key)) + b"\n" for doc in made)
+    attested = AttestInfo(path=attestation_path(info.path), bom=bom_path(info.path), count=len(made),
+                          signed=key is not None, algorithm=algorithm_of(key) if key is not None else None,
+                          keyid=keyid(key.public_key()) if key is not None else None)
+    return Prepared(attested, lines, canonical(made[-1]["predicate"]) + b"\n")
+
+
+def write_attestations(info: BundleInfo, inputs: BundleInputs) -> AttestInfo:
+    """Write ``<bundle>.intoto.jsonl`` (and ``<bundle>.cdx.json``) beside the bundle ``info``; atomic, read-only."""
+    return prepare_attestations(info, inputs).write()

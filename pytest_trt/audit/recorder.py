@@ -24,9 +24,11 @@ from pytest_trt.calibration.building import QDQ_SHA256
 from pytest_trt.common.fileio import sha256_file
 
 if TYPE_CHECKING:
+    from pytest_trt.audit.attest import Prepared
     from pytest_trt.audit.bundle import BundleInfo, BundleInputs
     from pytest_trt.audit.sidecar import BundleState
     from pytest_trt.buildlog.record import BuildRecord
+    from pytest_trt.common.background import Future
     from pytest_trt.engines.engine import Engine
 
 
@@ -70,6 +72,7 @@ class BundleRecorder:
     #: bundle path -> (attestations written by this process, signed) for every bundle attested or found attested
     attested: dict[str, tuple[bool, bool]] = field(default_factory=dict)
     _attest_key: str | None = None  # the signing key file's sha256 ("" without one), once per session
+    _attesting: list[tuple[Path, Future[None]]] = field(default_factory=list)  # attestation writes on threads
 
     @property
     def environment(self) -> dict[str, Any]:
@@ -147,6 +150,8 @@ class BundleRecorder:
             return known
         from pytest_trt.common.fileio import locked
 
+        if self._attesting:
+            self.join_attestations(path)  # this bundle's attestations are on disk before it is looked at again
         previous = self._names.setdefault(str(path), engine.result.config_hash)
         if previous != engine.result.config_hash:
             self.failures.append(
@@ -211,10 +216,14 @@ class BundleRecorder:
 
     def _attest(self, engine: Engine, info: BundleInfo, state: BundleState | None,
                 inputs: Callable[[], BundleInputs]) -> None:
-        """Write the attestations of the bundle ``info`` unless the ones beside it were written for these bytes and
-        this key from this cache entry (a cache hit whose bundle is unchanged: one stat); never raises."""
-        from pytest_trt.audit.attest import attestation_path, write_attestations
-        from pytest_trt.audit.sidecar import write_state
+        """Attest the bundle ``info`` unless the attestations beside it were written for these bytes and this key
+        from this cache entry (a cache hit whose bundle is unchanged: one stat); never raises.
+
+        The statements are made and signed here; the files are written (fsynced) on a thread, as the cache
+        entry is, under the bundle's lock: :meth:`join_attestations` waits for them.
+        """
+        from pytest_trt.audit.attest import attestation_path, prepare_attestations
+        from pytest_trt.common.background import Future, on_thread
         from pytest_trt.errors import TrtError
 
         marker = {"bundle_sha256": info.sha256, "key": self._sign_key_sha256()}
@@ -224,11 +233,7 @@ class BundleRecorder:
             self.attested.setdefault(str(info.path), (False, signed))
             return
         try:
-            write_attestations(info, inputs())
-            if state is not None and state.sha256 == info.sha256:
-                write_state(info.path, members_sha256=state.members_sha256, sha256=state.sha256, size=state.size,
-                            engine_sha256=state.engine_sha256, golden=state.golden,
-                            inputs_sha256=state.inputs_sha256, attested=marker)
+            prepared = prepare_attestations(info, inputs())
         except ImportError as exc:  # the 'attest' extra is not installed: said once, in the summary
             self.failures.append(f"attestations not written: {exc}")
             return
@@ -236,7 +241,20 @@ class BundleRecorder:
             text = exc.message if isinstance(exc, TrtError) else f"{type(exc).__name__}: {exc}"
             self.failures.append(f"{info.path.name}: attestations not written ({text})")
             return
+        done: Future[None] = Future()
+        on_thread("pytest-trt-attest", (done, lambda: _store_attestations(info, prepared, marker)))
+        self._attesting.append((info.path, done))
         self.attested[str(info.path)] = (True, signed)
+
+    def join_attestations(self, path: Path | None = None) -> None:
+        """Wait for the attestation writes of bundle ``path`` (default: all); a failed one goes to the summary."""
+        waiting = [(p, f) for p, f in self._attesting if path is None or p == path]
+        self._attesting = [(p, f) for p, f in self._attesting if path is not None and p != path]
+        for where, done in waiting:
+            try:
+                done.result()
+            except (OSError, ValueError, RuntimeError) as exc:
+                self.failures.append(f"{where.name}: attestations not written ({type(exc).__name__}: {exc})")
 
     def settle(self) -> int:
         """Give the bundles of this session's fresh builds their inputs digest; return how many got one.
@@ -249,6 +267,7 @@ class BundleRecorder:
         """
         from pytest_trt.audit import sidecar
 
+        self.join_attestations()
         done = 0
         for name, (engine, calibration_cache, qdq) in sorted(self._unsettled.items()):
             path = Path(name)
@@ -306,6 +325,24 @@ class BundleRecorder:
             info, error = None, f"{type(exc).__name__}: {exc}"
             self.failures.append(f"{engine.label}: bundle not written ({error})")
         return EngineAudit(engine.label, info, fusions, precisions, verdict, error)
+
+
+def _store_attestations(info: BundleInfo, prepared: Prepared, marker: dict[str, Any]) -> None:
+    """Write ``prepared`` beside the bundle ``info`` under the bundle's lock, and record it in the sidecar; nothing
+    when another writer replaced the bundle meanwhile (that writer attests its own)."""
+    from pytest_trt.audit import sidecar
+    from pytest_trt.common.fileio import locked
+
+    path = info.path
+    with locked(path.parent / f".{path.name}.lock", what=f"audit bundle {path}"):
+        state = sidecar.read_state(path)
+        if state is not None and state.sha256 != info.sha256:
+            return
+        prepared.write()
+        if state is not None:
+            sidecar.write_state(path, members_sha256=state.members_sha256, sha256=state.sha256, size=state.size,
+                                engine_sha256=state.engine_sha256, golden=state.golden,
+                                inputs_sha256=state.inputs_sha256, attested=marker)
 
 
 def _calibration_cache(engine: Engine) -> bytes | None:
