@@ -304,7 +304,8 @@ def build_parser() -> argparse.ArgumentParser:
         dest="command", required=True, metavar="{verify,show,diff}")
     p = bundle.add_parser("verify", parents=[common], help="check manifest hashes, schema, member safety, signature")
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
-    p.add_argument("--public-key", type=Path, metavar="KEY", help="Ed25519 public key; the bundle must be signed by it")
+    p.add_argument("--public-key", type=Path, metavar="KEY",
+                   help="Ed25519 or ECDSA P-256 public key; the bundle must be signed by it")
     p.set_defaults(func=cmd_bundle_verify)
     p = bundle.add_parser("show", parents=[common], help="config, environment and build record summary")
     p.add_argument("path", type=Path, metavar="PATH")
