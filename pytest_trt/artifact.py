@@ -99,6 +99,13 @@ class Requested(Protocol):
     def device(self) -> Mapping[str, Any]: ...
 
 
+def utc_now() -> str:
+    """The clock's time now, UTC, RFC 3339 with microseconds (``2026-03-01T12:00:00.123456Z``)."""
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 @dataclass(frozen=True)
 class BuildResult:
     """A finished build: engine bytes plus all the evidence of how it was made."""
@@ -284,6 +291,16 @@ class BuildResult:
         if digests is not None:
             result.__dict__["_verified_digests"] = dict(digests)
         return result
+
+    def set_clock(self, started: str, finished: str) -> None:
+        """Record when the build started and finished (UTC, RFC 3339): kept beside the result, never in
+        :meth:`build_json`, so the cache entry's files and every bundle byte stay a function of the build."""
+        self.__dict__["_clock"] = {"started": started, "finished": finished}
+
+    def clock(self) -> dict[str, str] | None:
+        """``{"started", "finished"}`` of the build (see :meth:`set_clock`); None where it was not recorded."""
+        clock = self.__dict__.get("_clock")
+        return None if clock is None else dict(clock)
 
     def verified_digests(self) -> dict[str, str] | None:
         """The sha256 of each file this result was read and checked against (a cache entry's ``entry.json``

@@ -16,6 +16,7 @@ Commands::
     pytest-trt calib show CACHE | calib diff OLD NEW  (see pytest_trt.calibration.cli)
     pytest-trt calib errors|search PINS.toml CONFIG --golden FILE  (see pytest_trt.sensitivity.cli)
     pytest-trt catalog add|query|show|history|push|prune ...  (see pytest_trt.catalog.cli)
+    pytest-trt attest verify BUNDLE... [--public-key KEY]  (see pytest_trt.audit.attest_cli)
     pytest-trt monitor spec|rules|check ...  (see pytest_trt.monitor.cli)
 
 Every command takes ``--json`` (one JSON document on stdout).
@@ -416,12 +417,13 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     groups = parser.add_subparsers(dest="group", required=True,
-                                   metavar="{bundle,log,golden,onnx,calib,upgrade-report,catalog,monitor}")
+                                   metavar="{bundle,log,golden,onnx,calib,upgrade-report,catalog,monitor,attest}")
     bundle = groups.add_parser("bundle", help="verify, show and diff audit bundles").add_subparsers(
         dest="command", required=True, metavar="{verify,show,diff}")
     p = bundle.add_parser("verify", parents=[common], help="check manifest hashes, schema, member safety, signature")
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
-    p.add_argument("--public-key", type=Path, metavar="KEY", help="Ed25519 public key; the bundle must be signed by it")
+    p.add_argument("--public-key", type=Path, metavar="KEY",
+                   help="Ed25519 or ECDSA P-256 public key; the bundle must be signed by it")
     p.set_defaults(func=cmd_bundle_verify)
     p = bundle.add_parser("show", parents=[common], help="config, environment and build record summary")
     p.add_argument("path", type=Path, metavar="PATH")
@@ -502,6 +504,9 @@ def build_parser() -> argparse.ArgumentParser:
     from pytest_trt.monitor.cli import add_monitor_commands
 
     add_monitor_commands(groups, common)
+    from pytest_trt.audit.attest_cli import add_attest_commands
+
+    add_attest_commands(groups, common)
     return parser
 
 

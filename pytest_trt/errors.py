@@ -182,7 +182,7 @@ class SigningUnavailable(ImportError):
 
 
 class KeyFileError(ValueError):
-    """A key file cannot be read as an Ed25519 key (the message says why)."""
+    """A key file cannot be read as an Ed25519 or ECDSA P-256 key (the message says why)."""
 
 
 class PinsError(ValueError):

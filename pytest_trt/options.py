@@ -140,7 +140,11 @@ BUNDLE_DIR_OPT = _opt("--trt-bundle-dir", "trt_bundle_dir", "path", "trt-bundles
                          "folder for audit bundles (default: trt-bundles under the rootdir)", metavar="DIR",
                          ini_help="audit bundle folder")
 SIGN_KEY_OPT = _opt("--trt-sign-key", "trt_sign_key", "path", None,
-                       "Ed25519 private key (PEM or OpenSSH) that signs every bundle's manifest", metavar="KEY")
+                       "Ed25519 or ECDSA P-256 private key (PEM or OpenSSH) that signs every bundle's manifest "
+                       "and its attestations", metavar="KEY")
+ATTEST_OPT = _opt(None, "trt_attest", "bool", True,
+                     "write in-toto attestations (<bundle>.intoto.jsonl) and a CycloneDX ML-BOM (<bundle>.cdx.json) "
+                     "beside every bundle (needs the 'attest' extra)")
 PINS_OPT = _opt("--trt-pins", "trt_pins", "path", None,
                    "version pins file: the session fails at start when the toolchain or device differs",
                    metavar="TOML")
@@ -176,7 +180,7 @@ OPTIONS: tuple[Option, ...] = (
     ENGINE_BUILD_OPT, BACKEND_OPT, REBUILD_OPT, CACHE_DIR_OPT,
     GOLDEN_DIR_OPT, UPDATE_GOLDEN_OPT, APPROVE_OPT, PROVENANCE_OPT, PROVENANCE_FAIL_ON_OPT,
     APPROVE_REPORT_OPT, APPROVE_KEY_OPT, APPROVERS_OPT, REQUIRE_SIGNED_OPT, APPROVALS_REQUIRED_OPT,
-    BUNDLE_DIR_OPT, BUNDLE_ENGINE_OPT, BUNDLE_HOSTNAME_OPT, SIGN_KEY_OPT, PINS_OPT,
+    BUNDLE_DIR_OPT, BUNDLE_ENGINE_OPT, BUNDLE_HOSTNAME_OPT, SIGN_KEY_OPT, ATTEST_OPT, PINS_OPT,
     DEVICES_OPT, CATALOG_OPT, MLFLOW_URI_OPT, MLFLOW_REGISTER_OPT,
 )
 
@@ -213,6 +217,7 @@ INI_SIGN_KEY = _ini(SIGN_KEY_OPT)
 INI_PINS = _ini(PINS_OPT)
 INI_BUNDLE_ENGINE = _ini(BUNDLE_ENGINE_OPT)
 INI_BUNDLE_HOSTNAME = _ini(BUNDLE_HOSTNAME_OPT)
+INI_ATTEST = _ini(ATTEST_OPT)
 INI_DEVICES = _ini(DEVICES_OPT)
 INI_CATALOG = _ini(CATALOG_OPT)
 INI_MLFLOW_URI = _ini(MLFLOW_URI_OPT)

@@ -48,6 +48,9 @@ _ENTROPY = ("tests/calibration/test_entropy_family.py", "tests/calibration/test_
 _LIMITS = ("tests/backends/test_onnx_limits.py",)
 _LOGDIFF = ("tests/buildlog/test_fusion_count_and_tactics.py", "tests/upgrade/test_log_diff.py")
 _TIMING = ("tests/properties/test_timing.py",)
+_ATTEST_VERIFY = "pytest_trt/audit/attest_verify.py"
+_ATTEST = ("tests/audit/test_attest.py",)
+_ATTEST_SESSION = ("tests/audit/test_attest_session.py",)
 _MLFLOW = "tests/catalog/test_catalog_mlflow.py::"
 _MLFLOW_SECRET = (_MLFLOW + "test_credentials_in_the_uri_are_never_stored_or_printed",
                   _MLFLOW + "test_credentials_stay_out_of_the_failure_warning_and_its_retry_command",
@@ -670,6 +673,25 @@ MUTANTS = (
            "            kept = self.given | self.explicit | self.given_per_output.get(name, frozenset())",
            "            kept = frozenset[str]()", ("tests/golden/test_noise.py",),
            "an explicit check() threshold is overwritten by the measured one"),
+    Mutant("attest-subject-unchecked", _ATTEST_VERIFY, "        ok = subjects == [vb.engine_sha256]\n",
+           "        ok = True\n", _ATTEST, "an attestation of another engine passes as this bundle's"),
+    Mutant("attest-dsse-unchecked", _ATTEST_VERIFY,
+           "        Envelope.from_dict(copy.deepcopy(dict(env))).verify([key], 1)", "        pass", _ATTEST,
+           "a statement edited after signing passes the signature check"),
+    Mutant("attest-unsigned-accepted", _ATTEST_VERIFY,
+           '    if not signatures:\n        report.add(f"{label}: signature", False,',
+           '    if not signatures:\n        report.add(f"{label}: signature", True,', _ATTEST,
+           "unsigned attestations pass when the auditor asked for a signature"),
+    Mutant("attest-config-unchecked", _ATTEST_VERIFY,
+           '    _expect(report, "provenance: config", params.get("config"), config.get("pinned"), "the pinned config")',
+           '    _expect(report, "provenance: config", config.get("pinned"), config.get("pinned"), "the pinned config")',
+           _ATTEST, "a bundle of an edited config passes beside the old attestation"),
+    Mutant("attest-hit-rewrites", "pytest_trt/audit/recorder.py", "and state.attested == marker\n",
+           "and state.attested != marker\n", _ATTEST_SESSION,
+           "a cache hit whose bundle is unchanged writes its attestations again"),
+    Mutant("attest-clock-not-recorded", "pytest_trt/engines/provider.py",
+           "                built.set_clock(started, artifact.utc_now())", "                pass", _ATTEST_SESSION,
+           "the build's start and finish times never reach the cache entry or the provenance"),
 )
 
 

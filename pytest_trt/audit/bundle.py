@@ -283,7 +283,8 @@ def write_bundle(
     if state is not None and state.members_sha256 == digest:
         if inputs_sha256 is not None:  # same bytes from other inputs (or a fresh build): remember these inputs
             sidecar.write_state(path, members_sha256=digest, sha256=state.sha256, size=state.size,
-                                engine_sha256=result.engine_sha256, golden=golden, inputs_sha256=inputs_sha256)
+                                engine_sha256=result.engine_sha256, golden=golden, inputs_sha256=inputs_sha256,
+                                attested=state.attested)
         return _info(path, state.sha256, state.size, result)
     # mode applies when the folder is created here; an existing folder keeps its mode
     path.parent.mkdir(parents=True, exist_ok=True, mode=BUNDLE_DIR_MODE)

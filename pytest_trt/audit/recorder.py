@@ -13,7 +13,7 @@ verdicts of other pytest-xdist workers, which write the same file.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,8 +24,11 @@ from pytest_trt.calibration.building import QDQ_SHA256
 from pytest_trt.common.fileio import sha256_file
 
 if TYPE_CHECKING:
-    from pytest_trt.audit.bundle import BundleInfo
+    from pytest_trt.audit.attest import Prepared
+    from pytest_trt.audit.bundle import BundleInfo, BundleInputs
+    from pytest_trt.audit.sidecar import BundleState
     from pytest_trt.buildlog.record import BuildRecord
+    from pytest_trt.common.background import Future
     from pytest_trt.engines.engine import Engine
 
 
@@ -36,6 +39,8 @@ class AuditSettings:
     include_engine: bool = True
     include_hostname: bool = False
     rootdir: Path | None = None
+    #: write in-toto attestations and a CycloneDX ML-BOM beside each bundle (:mod:`pytest_trt.audit.attest`)
+    attest: bool = False
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,10 @@ class BundleRecorder:
     #: bundles of engines built in this session, whose sidecar gets the inputs digest once the cache entry is
     #: complete (:meth:`settle`): bundle path -> (engine, calibration cache, Q/DQ model sha256)
     _unsettled: dict[str, tuple[Engine, bytes | None, object]] = field(default_factory=dict)
+    #: bundle path -> (attestations written by this process, signed) for every bundle attested or found attested
+    attested: dict[str, tuple[bool, bool]] = field(default_factory=dict)
+    _attest_key: str | None = None  # the signing key file's sha256 ("" without one), once per session
+    _attesting: list[tuple[Path, Future[None]]] = field(default_factory=list)  # attestation writes on threads
 
     @property
     def environment(self) -> dict[str, Any]:
@@ -141,6 +150,8 @@ class BundleRecorder:
             return known
         from pytest_trt.common.fileio import locked
 
+        if self._attesting:
+            self.join_attestations(path)  # this bundle's attestations are on disk before it is looked at again
         previous = self._names.setdefault(str(path), engine.result.config_hash)
         if previous != engine.result.config_hash:
             self.failures.append(
@@ -149,7 +160,13 @@ class BundleRecorder:
             )
         calibration_cache = _calibration_cache(engine)
         qdq = (engine.result.extra or {}).get(QDQ_SHA256)
-        info = self._unchanged(engine, path, golden, calibration_cache, qdq)  # no lock needed to read
+        info, state = self._unchanged(engine, path, golden, calibration_cache, qdq)  # no lock needed to read
+        if info is not None and self.settings.attest:
+            self._attest(engine, info, state, lambda: BundleInputs(
+                engine.result, None, self.environment, include_engine=self.settings.include_engine,
+                golden_results={**(state.golden or {}), **golden} or None if state is not None else golden or None,
+                calibration_cache=calibration_cache, qdq_model_sha256=str(qdq) if qdq else None,
+                sign_key=self.settings.sign_key))
         if info is None:
             path.parent.mkdir(parents=True, exist_ok=True, mode=BUNDLE_DIR_MODE)
             with locked(path.parent / f".{path.name}.lock", what=f"audit bundle {path}"):
@@ -161,6 +178,10 @@ class BundleRecorder:
                 # an identical bundle (sidecar: same inputs, else same manifest) is not rewritten
                 info = write_bundle(inputs, self.settings.bundle_dir, reuse=True,
                                     inputs_sha256=self._inputs_sha256(engine, path, merged, calibration_cache, qdq))
+                if self.settings.attest:
+                    from pytest_trt.audit import sidecar
+
+                    self._attest(engine, info, sidecar.read_state(path), lambda: inputs)
             if not engine.cached:
                 self._unsettled[str(path)] = (engine, calibration_cache, qdq)
         self.written[key] = info
@@ -168,7 +189,7 @@ class BundleRecorder:
         return info
 
     def _unchanged(self, engine: Engine, path: Path, golden: dict[str, Any], calibration_cache: bytes | None,
-                   qdq: object) -> BundleInfo | None:
+                   qdq: object) -> tuple[BundleInfo | None, BundleState | None]:
         """The bundle on disk when its sidecar shows it made from exactly these inputs (the cache-hit path).
 
         Read without the bundle's lock: a bundle is replaced by rename before its sidecar, and a sidecar
@@ -179,13 +200,61 @@ class BundleRecorder:
 
         state = sidecar.read_state(path)
         if state is None or state.inputs_sha256 is None or state.engine_sha256 != engine.result.engine_sha256:
-            return None
+            return None, None
         merged = {**(state.golden or {}), **golden}
         if self._inputs_sha256(engine, path, merged, calibration_cache, qdq) != state.inputs_sha256:
-            return None
+            return None, None
         result = engine.result
         return BundleInfo(path=path, sha256=state.sha256, size=state.size, config_hash=result.config_hash,
-                          engine_sha256=result.engine_sha256, backend_version=backend_version(result))
+                          engine_sha256=result.engine_sha256, backend_version=backend_version(result)), state
+
+    def _sign_key_sha256(self) -> str | None:
+        if self._attest_key is None:
+            key = self.settings.sign_key
+            self._attest_key = sha256_file(key) if key is not None and key.is_file() else ""
+        return self._attest_key or None
+
+    def _attest(self, engine: Engine, info: BundleInfo, state: BundleState | None,
+                inputs: Callable[[], BundleInputs]) -> None:
+        """Attest the bundle ``info`` unless the attestations beside it were written for these bytes and this key
+        from this cache entry (a cache hit whose bundle is unchanged: one stat); never raises.
+
+        The statements are made and signed here; the files are written (fsynced) on a thread, as the cache
+        entry is, under the bundle's lock: :meth:`join_attestations` waits for them.
+        """
+        from pytest_trt.audit.attest import attestation_path, prepare_attestations
+        from pytest_trt.common.background import Future, on_thread
+        from pytest_trt.errors import TrtError
+
+        marker = {"bundle_sha256": info.sha256, "key": self._sign_key_sha256()}
+        signed = self.settings.sign_key is not None
+        if (engine.cached and state is not None and state.sha256 == info.sha256 and state.attested == marker
+                and attestation_path(info.path).is_file()):
+            self.attested.setdefault(str(info.path), (False, signed))
+            return
+        try:
+            prepared = prepare_attestations(info, inputs())
+        except ImportError as exc:  # the 'attest' extra is not installed: said once, in the summary
+            self.failures.append(f"attestations not written: {exc}")
+            return
+        except (OSError, TrtError, ValueError) as exc:
+            text = exc.message if isinstance(exc, TrtError) else f"{type(exc).__name__}: {exc}"
+            self.failures.append(f"{info.path.name}: attestations not written ({text})")
+            return
+        done: Future[None] = Future()
+        on_thread("pytest-trt-attest", (done, lambda: _store_attestations(info, prepared, marker)))
+        self._attesting.append((info.path, done))
+        self.attested[str(info.path)] = (True, signed)
+
+    def join_attestations(self, path: Path | None = None) -> None:
+        """Wait for the attestation writes of bundle ``path`` (default: all); a failed one goes to the summary."""
+        waiting = [(p, f) for p, f in self._attesting if path is None or p == path]
+        self._attesting = [(p, f) for p, f in self._attesting if path is not None and p != path]
+        for where, done in waiting:
+            try:
+                done.result()
+            except (OSError, ValueError, RuntimeError) as exc:
+                self.failures.append(f"{where.name}: attestations not written ({type(exc).__name__}: {exc})")
 
     def settle(self) -> int:
         """Give the bundles of this session's fresh builds their inputs digest; return how many got one.
@@ -198,6 +267,7 @@ class BundleRecorder:
         """
         from pytest_trt.audit import sidecar
 
+        self.join_attestations()
         done = 0
         for name, (engine, calibration_cache, qdq) in sorted(self._unsettled.items()):
             path = Path(name)
@@ -211,7 +281,8 @@ class BundleRecorder:
                 continue
             try:
                 sidecar.write_state(path, members_sha256=state.members_sha256, sha256=state.sha256, size=state.size,
-                                    engine_sha256=state.engine_sha256, golden=state.golden, inputs_sha256=digest)
+                                    engine_sha256=state.engine_sha256, golden=state.golden, inputs_sha256=digest,
+                                    attested=state.attested)
             except OSError:
                 continue  # the sidecar is a cache of facts: without it the next session verifies the bundle
             done += 1
@@ -254,6 +325,24 @@ class BundleRecorder:
             info, error = None, f"{type(exc).__name__}: {exc}"
             self.failures.append(f"{engine.label}: bundle not written ({error})")
         return EngineAudit(engine.label, info, fusions, precisions, verdict, error)
+
+
+def _store_attestations(info: BundleInfo, prepared: Prepared, marker: dict[str, Any]) -> None:
+    """Write ``prepared`` beside the bundle ``info`` under the bundle's lock, and record it in the sidecar; nothing
+    when another writer replaced the bundle meanwhile (that writer attests its own)."""
+    from pytest_trt.audit import sidecar
+    from pytest_trt.common.fileio import locked
+
+    path = info.path
+    with locked(path.parent / f".{path.name}.lock", what=f"audit bundle {path}"):
+        state = sidecar.read_state(path)
+        if state is not None and state.sha256 != info.sha256:
+            return
+        prepared.write()
+        if state is not None:
+            sidecar.write_state(path, members_sha256=state.members_sha256, sha256=state.sha256, size=state.size,
+                                engine_sha256=state.engine_sha256, golden=state.golden,
+                                inputs_sha256=state.inputs_sha256, attested=marker)
 
 
 def _calibration_cache(engine: Engine) -> bytes | None:
@@ -311,8 +400,12 @@ def section_text(audits: list[EngineAudit]) -> str:
 
 def summary_rows(recorder: BundleRecorder) -> list[dict[str, Any]]:
     """JSON-able rows for the terminal summary (sent from xdist workers to the controller)."""
-    return [
-        {"path": str(i.path), "sha256": i.sha256, "size": i.size, "config_hash": i.config_hash}
-        for i in recorder.written.values()
-    ]
+    rows = []
+    for i in recorder.written.values():
+        row: dict[str, Any] = {"path": str(i.path), "sha256": i.sha256, "size": i.size, "config_hash": i.config_hash}
+        attested = recorder.attested.get(str(i.path))
+        if attested is not None:
+            row["attested"] = {"written": attested[0], "signed": attested[1]}
+        rows.append(row)
+    return rows
 

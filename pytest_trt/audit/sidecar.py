@@ -54,6 +54,9 @@ class BundleState:
     engine_sha256: str
     golden: dict[str, Any] | None
     inputs_sha256: str | None = None  # None: made where the inputs digest was not known
+    #: the attestations beside the bundle were written for it: ``{"bundle_sha256", "key"}`` (key: the signing
+    #: key file's sha256, None unsigned); None when none were written for these bytes
+    attested: dict[str, Any] | None = None
 
 
 def read_state(bundle: Path) -> BundleState | None:
@@ -73,10 +76,11 @@ def read_state(bundle: Path) -> BundleState | None:
 
 
 def write_state(bundle: Path, *, members_sha256: str, sha256: str, size: int, engine_sha256: str,
-                golden: dict[str, Any] | None, inputs_sha256: str | None) -> None:
+                golden: dict[str, Any] | None, inputs_sha256: str | None,
+                attested: dict[str, Any] | None = None) -> None:
     """Record the bundle just written (call right after its atomic rename), or one found identical."""
     st = os.stat(bundle)
     state = BundleState(members_sha256, sha256, size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, engine_sha256, golden,
-                        inputs_sha256)
+                        inputs_sha256, attested)
     # no fsync: a sidecar lost or torn by a power cut fails read_state and the bundle is verified instead
     write_json_atomic(sidecar_path(bundle), {"schema": SCHEMA, **asdict(state)}, fsync=False)

@@ -1,9 +1,11 @@
-"""Optional Ed25519 signatures over a bundle's ``MANIFEST.sha256``.
+"""Optional signatures over a bundle's ``MANIFEST.sha256``: Ed25519, or ECDSA P-256 with SHA-256.
 
 The manifest pins the hash of every other member, so signing it signs the
-bundle.  Ed25519 signatures are deterministic, which keeps signed bundles
-byte-identical across writes.  ``cryptography`` (extra ``sign``) is imported
-only when a key is actually used.
+bundle.  Ed25519 signatures are deterministic, and ECDSA ones are made
+deterministic (RFC 6979), which keeps signed bundles byte-identical across
+writes.  ``cryptography`` (extra ``sign``) is imported only when a key is
+actually used.  The same key signs the bundle's attestations
+(:mod:`pytest_trt.audit.attest`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from pytest_trt.errors import KeyFileError, SigningUnavailable
 
 SIGNATURE = "MANIFEST.sha256.sig"
 ALGORITHM = "ed25519"
+ECDSA_P256 = "ecdsa-p256-sha256"
+ALGORITHMS = (ALGORITHM, ECDSA_P256)
+_KINDS = "an Ed25519 or ECDSA P-256"
 
 
 def _crypto() -> tuple[ModuleType, ModuleType, Any]:
@@ -40,9 +45,20 @@ def _read(path: Path, what: str) -> bytes:
         raise KeyFileError(f"cannot read {what} {str(path)!r}: {exc.strerror or exc}") from None
 
 
+def algorithm_of(key: Any) -> str | None:
+    """``"ed25519"`` or ``"ecdsa-p256-sha256"`` for a private or public key of those kinds; None for any other."""
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+
+    if isinstance(key, (ed25519.Ed25519PrivateKey, ed25519.Ed25519PublicKey)):
+        return ALGORITHM
+    if isinstance(key, (ec.EllipticCurvePrivateKey, ec.EllipticCurvePublicKey)) and key.curve.name == "secp256r1":
+        return ECDSA_P256
+    return None
+
+
 def load_private_key(path: Path) -> Any:
-    """An Ed25519 private key from a PEM (PKCS#8) or OpenSSH key file without a passphrase."""
-    serialization, ed25519, _ = _crypto()
+    """An Ed25519 or ECDSA P-256 private key from a PEM (PKCS#8) or OpenSSH key file without a passphrase."""
+    serialization, _, _ = _crypto()
     data = _read(path, "signing key")
     try:
         if b"OPENSSH PRIVATE KEY" in data:
@@ -51,40 +67,77 @@ def load_private_key(path: Path) -> Any:
             key = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError) as exc:
         raise KeyFileError(f"{path}: not a readable unencrypted private key ({exc})") from None
-    if not isinstance(key, ed25519.Ed25519PrivateKey):
-        raise KeyFileError(f"{path}: is a {type(key).__name__}, an Ed25519 private key is needed")
+    if algorithm_of(key) is None:
+        raise KeyFileError(f"{path}: is a {_kind(key)}, {_KINDS} private key is needed")
     return key
 
 
 def load_public_key(path: Path) -> Any:
-    """An Ed25519 public key from PEM (SubjectPublicKeyInfo) or an OpenSSH ``ssh-ed25519`` line."""
-    serialization, ed25519, _ = _crypto()
+    """An Ed25519 or ECDSA P-256 public key from PEM (SubjectPublicKeyInfo) or an OpenSSH public key line."""
+    serialization, _, _ = _crypto()
     data = _read(path, "public key")
     try:
-        if data.lstrip().startswith(b"ssh-"):
+        if data.lstrip().startswith((b"ssh-", b"ecdsa-")):
             key = serialization.load_ssh_public_key(data.strip())
         else:
             key = serialization.load_pem_public_key(data)
     except (ValueError, TypeError) as exc:
         raise KeyFileError(f"{path}: not a readable public key ({exc})") from None
-    if not isinstance(key, ed25519.Ed25519PublicKey):
-        raise KeyFileError(f"{path}: is a {type(key).__name__}, an Ed25519 public key is needed")
+    if algorithm_of(key) is None:
+        raise KeyFileError(f"{path}: is a {_kind(key)}, {_KINDS} public key is needed")
     return key
 
 
+def _kind(key: Any) -> str:
+    curve = getattr(key, "curve", None)
+    return f"{type(key).__name__} ({curve.name})" if curve is not None else type(key).__name__
+
+
 def public_key_fingerprint(public_key: Any) -> str:
+    """sha256 of the raw public key: Ed25519's 32 bytes, or P-256's uncompressed point (X9.62)."""
     serialization, _, _ = _crypto()
-    raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    if algorithm_of(public_key) == ECDSA_P256:
+        raw = public_key.public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+    else:
+        raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     return hashlib.sha256(raw).hexdigest()
+
+
+def sign_bytes(key: Any, data: bytes) -> bytes:
+    """The signature of ``data``: Ed25519, or DER ECDSA P-256 over SHA-256 with RFC 6979 (deterministic) nonces."""
+    if algorithm_of(key) == ECDSA_P256:
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import ec
+
+        signature: bytes = key.sign(data, ec.ECDSA(hashes.SHA256(), deterministic_signing=True))
+        return signature
+    signature = key.sign(data)
+    return signature
+
+
+def verify_bytes(public_key: Any, signature: bytes, data: bytes) -> bool:
+    """True when ``signature`` signs ``data`` with ``public_key`` (either kind)."""
+    _, _, invalid = _crypto()
+    try:
+        if algorithm_of(public_key) == ECDSA_P256:
+            from cryptography.hazmat.primitives import hashes
+            from cryptography.hazmat.primitives.asymmetric import ec
+
+            public_key.verify(signature, data, ec.ECDSA(hashes.SHA256()))
+        else:
+            public_key.verify(signature, data)
+    except invalid:
+        return False
+    return True
 
 
 def sign_manifest(manifest: bytes, key_path: Path) -> bytes:
     """The signature member's bytes: JSON with algorithm, key fingerprint and base64 signature."""
     key = load_private_key(key_path)
     doc = {
-        "algorithm": ALGORITHM,
+        "algorithm": algorithm_of(key),
         "public_key_sha256": public_key_fingerprint(key.public_key()),
-        "signature": base64.b64encode(key.sign(manifest)).decode("ascii"),
+        "signature": base64.b64encode(sign_bytes(key, manifest)).decode("ascii"),
     }
     return (json.dumps(doc, sort_keys=True, indent=2) + "\n").encode("ascii")
 
@@ -97,14 +150,16 @@ def parse_signature(data: bytes) -> dict[str, str]:
         raise ValueError("signature member is not ASCII JSON") from None
     if not isinstance(doc, dict) or set(doc) != {"algorithm", "public_key_sha256", "signature"}:
         raise ValueError("signature member must hold exactly algorithm, public_key_sha256, signature")
-    if doc["algorithm"] != ALGORITHM:
+    if doc["algorithm"] not in ALGORITHMS:
         raise ValueError(f"unsupported signature algorithm {doc['algorithm']!r}")
     try:
         raw = base64.b64decode(doc["signature"], validate=True)
     except (ValueError, TypeError):
         raise ValueError("signature is not valid base64") from None
-    if len(raw) != 64:
+    if doc["algorithm"] == ALGORITHM and len(raw) != 64:
         raise ValueError(f"an Ed25519 signature has 64 bytes, this one {len(raw)}")
+    if doc["algorithm"] == ECDSA_P256 and not 8 <= len(raw) <= 72:
+        raise ValueError(f"a DER ECDSA P-256 signature has 8 to 72 bytes, this one {len(raw)}")
     canonical = (json.dumps(doc, sort_keys=True, indent=2) + "\n").encode("ascii")
     if canonical != data:
         raise ValueError("signature member is not in canonical form")
@@ -113,7 +168,6 @@ def parse_signature(data: bytes) -> dict[str, str]:
 
 def verify_manifest_signature(manifest: bytes, signature: bytes, public_key_path: Path) -> str:
     """Raise ``ValueError`` unless ``signature`` signs ``manifest`` with the key; return its fingerprint."""
-    _, _, invalid = _crypto()
     doc = parse_signature(signature)
     key = load_public_key(public_key_path)
     fingerprint = public_key_fingerprint(key)
@@ -122,8 +176,8 @@ def verify_manifest_signature(manifest: bytes, signature: bytes, public_key_path
             f"signed by key sha256:{doc['public_key_sha256'][:16]}..., not by {public_key_path} "
             f"(sha256:{fingerprint[:16]}...)"
         )
-    try:
-        key.verify(base64.b64decode(doc["signature"]), manifest)
-    except invalid:
-        raise ValueError("signature does not match the manifest (manifest or signature changed)") from None
+    if doc["algorithm"] != algorithm_of(key):
+        raise ValueError(f"signed with {doc['algorithm']}, but {public_key_path} is an {algorithm_of(key)} key")
+    if not verify_bytes(key, base64.b64decode(doc["signature"]), manifest):
+        raise ValueError("signature does not match the manifest (manifest or signature changed)")
     return fingerprint

@@ -111,6 +111,12 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (bundle_sha256, uri, model_name)
     );
     """,
+    # 3: the build's clock times and the attestations beside the bundle (in-toto JSON lines)
+    """
+    ALTER TABLE bundles ADD COLUMN build_started TEXT;
+    ALTER TABLE bundles ADD COLUMN build_finished TEXT;
+    ALTER TABLE bundles ADD COLUMN attestations TEXT;
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

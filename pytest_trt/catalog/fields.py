@@ -1,7 +1,9 @@
 """The catalog row of one verified bundle: every field read from the bundle's own members.
 
-A bundle holds no clock time (its bytes are a pure function of the build),
-so ``created`` is the bundle file's modification time, in UTC.
+A bundle holds no clock time (its bytes are a pure function of the build): the
+build's start and finish times come from the SLSA provenance beside it
+(``<bundle>.intoto.jsonl``), and ``created`` is the finish time, or the bundle
+file's modification time when no attestation of this bundle is there (UTC).
 """
 
 from __future__ import annotations
@@ -67,6 +69,9 @@ class CatalogEntry:
     created: str
     signer_key_sha256: str | None
     signature_checked: bool
+    build_started: str | None = None  # from the provenance beside the bundle (RFC 3339, UTC)
+    build_finished: str | None = None
+    attestations: str | None = None  # <bundle>.intoto.jsonl's text
     verdicts: tuple[Verdict, ...] = field(default=())
     approvals: tuple[ApprovalRef, ...] = field(default=())
 
@@ -81,6 +86,15 @@ class CatalogEntry:
 
 def iso_utc(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def iso_seconds(rfc3339: str) -> str | None:
+    """``2026-03-01T12:00:00.123456Z`` as the catalog's ``created`` spelling (seconds); None when not that form."""
+    try:
+        when = datetime.strptime(rfc3339, "%Y-%m-%dT%H:%M:%S.%fZ")
+    except (TypeError, ValueError):
+        return None
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _str(value: Any) -> str | None:
@@ -168,8 +182,9 @@ def verdicts_of(golden: dict[str, Any] | None) -> tuple[tuple[Verdict, ...], tup
     return tuple(verdicts), tuple(approvals)
 
 
-def entry_from_bundle(vb: VerifiedBundle, *, created: str) -> CatalogEntry:
-    """Every catalog field of ``vb``; ``created`` is the caller's (the file's mtime, ISO UTC)."""
+def entry_from_bundle(vb: VerifiedBundle, *, created: str, build_started: str | None = None,
+                      build_finished: str | None = None, attestations: str | None = None) -> CatalogEntry:
+    """Every catalog field of ``vb``; ``created`` and the attested times are the caller's (ISO UTC)."""
     from pytest_trt.audit import bundle as b
     from pytest_trt.audit.sign import SIGNATURE
 
@@ -209,6 +224,9 @@ def entry_from_bundle(vb: VerifiedBundle, *, created: str) -> CatalogEntry:
         created=created,
         signer_key_sha256=signer,
         signature_checked=vb.signer is not None,
+        build_started=build_started,
+        build_finished=build_finished,
+        attestations=attestations,
         verdicts=verdicts,
         approvals=approvals,
     )

@@ -30,6 +30,7 @@ from pytest_trt.catalog.store import Catalog
 from pytest_trt.errors import MlflowUnavailable
 
 ARTIFACT_DIR = "bundle"
+ATTESTATION_DIR = "attestations"
 TAG_PREFIX = "pytest_trt."
 BUNDLE_TAG = TAG_PREFIX + "bundle_sha256"
 #: bounded network patience (mlflow's own default retries with back-off for minutes); the user's env wins
@@ -41,7 +42,8 @@ PARAMS = ("config_name", "config_version", "config_hash", "backend", "backend_ve
           "created", "signer_key_sha256", "engine_included", "size")
 #: run tag (after TAG_PREFIX) -> catalog column
 TAGS = {"bundle_sha256": "sha256", "engine_sha256": "engine_sha256", "onnx_sha256": "onnx_sha256",
-        "config_sha256": "config_sha256", "bundle_path": "path"}
+        "config_sha256": "config_sha256", "bundle_path": "path", "build_started": "build_started",
+        "build_finished": "build_finished"}
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ def _run(client: Any, experiment_id: str, row: Mapping[str, Any], details: Mappi
                                max_results=1)
     if found:
         return str(found[0].info.run_id)
-    tags = {TAG_PREFIX + tag: str(row[column]) for tag, column in TAGS.items()}
+    tags = {TAG_PREFIX + tag: str(row[column]) for tag, column in TAGS.items() if row.get(column) is not None}
     tags[TAG_PREFIX + "approval"] = approval_text(details["approvals"])
     run = client.create_run(experiment_id, tags=tags,
                             run_name=f"{row['config_name']}-v{row['config_version']}-{row['sha256'][:12]}")
@@ -133,6 +135,9 @@ def _run(client: Any, experiment_id: str, row: Mapping[str, Any], details: Mappi
     metrics = [Metric(k, v, now_ms, 0) for k, v in sorted(metrics_of(details["verdicts"]).items())]
     client.log_batch(run_id, metrics=metrics, params=params, tags=[RunTag("mlflow.note.content", row["path"])])
     client.log_artifact(run_id, row["path"], artifact_path=ARTIFACT_DIR)
+    if row.get("attestations"):  # the in-toto attestations beside the bundle, as the catalog recorded them
+        client.log_text(run_id, row["attestations"],
+                        f"{ATTESTATION_DIR}/{Path(row['path']).name}.intoto.jsonl")
     client.set_terminated(run_id)
     return run_id
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from pytest_trt.audit.attest import attestation_path, bom_path
 from pytest_trt.audit.sidecar import sidecar_path
 from pytest_trt.catalog.store import Catalog
 from pytest_trt.common.fileio import sha256_file
@@ -137,6 +138,9 @@ def apply_prune(catalog: Catalog, plan: PrunePlan, *, when: str) -> PruneOutcome
         # its sidecar describes a file that is gone; its lock file stays (another process may hold it, and a
         # lock file removed under its holder would let a second writer in)
         sidecar_path(Path(c.path)).unlink(missing_ok=True)
+        # its attestations go with it (the catalog row keeps their text)
+        attestation_path(Path(c.path)).unlink(missing_ok=True)
+        bom_path(Path(c.path)).unlink(missing_ok=True)
         deleted.append(c)
     catalog.mark_pruned([c.sha256 for c in deleted], when=when)
     return PruneOutcome(tuple(deleted), tuple(skipped))

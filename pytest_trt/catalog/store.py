@@ -17,7 +17,7 @@ from typing import Any
 
 from pytest_trt.catalog.credentials import redact
 from pytest_trt.catalog.database import connect, with_retries, write_transaction
-from pytest_trt.catalog.fields import CatalogEntry, entry_from_bundle, iso_utc
+from pytest_trt.catalog.fields import CatalogEntry, entry_from_bundle, iso_seconds, iso_utc
 
 BUNDLE_GLOB = "*.tar.gz"
 #: the sha256s of one bundle file's versions: the same path and the same engine.  The recorder rewrites a
@@ -58,19 +58,23 @@ def _is_dir(path: Path) -> bool:
 
 def verify_entry(path: Path, *, public_key: Path | None = None) -> CatalogEntry | AddResult:
     """The catalog entry of a verified bundle, or the :class:`AddResult` saying why there is none."""
+    from pytest_trt.audit.attest_verify import build_times
     from pytest_trt.audit.verify import verify_bundle
     from pytest_trt.errors import BundleIntegrityError
 
     try:
         vb = verify_bundle(path, public_key=public_key)
         created = iso_utc(path.stat().st_mtime)
+        started, finished, attestations = build_times(path, bundle_sha256=vb.sha256, engine_sha256=vb.engine_sha256)
     except BundleIntegrityError as exc:
         return AddResult(path, "refused", reason=exc.message)
     except FileNotFoundError:
         return AddResult(path, "error", reason=f"{path}: no such file")
     except (OSError, ValueError, ImportError) as exc:  # unreadable, bad key file, no cryptography
         return AddResult(path, "error", reason=f"{path}: {exc}")
-    return with_approval_records(entry_from_bundle(vb, created=created))
+    attested = iso_seconds(finished) if finished else None
+    return with_approval_records(entry_from_bundle(vb, created=attested or created, build_started=started,
+                                                   build_finished=finished, attestations=attestations))
 
 
 def with_approval_records(entry: CatalogEntry) -> CatalogEntry:

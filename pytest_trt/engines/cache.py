@@ -109,7 +109,11 @@ class EngineCache:
                 raise KeyError(ENGINE_FILE)
             # every file read once and checked from memory; the engine (14.7 MB for a MobileNetV2) hashed
             # once, on a thread while the log is rebuilt, and the digest kept with the result
-            return BuildResult.read(folder, digests=files)
+            result = BuildResult.read(folder, digests=files)
+            clock = entry.get("clock")
+            if isinstance(clock, dict) and all(isinstance(clock.get(k), str) for k in ("started", "finished")):
+                result.set_clock(clock["started"], clock["finished"])
+            return result
         except PermissionError as exc:
             raise self._unreadable(folder, exc) from None
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -178,6 +182,9 @@ class EngineCache:
         def fill(folder: Path) -> None:
             files = result.write(folder)
             entry = {"key": key, "schema": CACHE_SCHEMA, "created": time.time(), "files": files}
+            clock = result.clock()
+            if clock is not None:  # beside "files": the entry's identity (its file hashes) does not change
+                entry["clock"] = clock
             # inside the unpublished folder: a plain write (the rename publishes it; no fsync, see above)
             (folder / ENTRY_FILE).write_text(json.dumps(entry, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 

@@ -32,6 +32,7 @@ class AuditOptions:
     include_engine: bool
     include_hostname: bool
     rootdir: Path
+    attest: bool = True
 
     @classmethod
     def from_config(cls, config: pytest.Config) -> AuditOptions:
@@ -49,13 +50,14 @@ class AuditOptions:
         assert bundle_dir is not None  # it has a default
         return cls(bundle_dir=bundle_dir, sign_key=sign_key, pins=opt.path(config, opt.PINS_OPT),
                    include_engine=opt.flag_value(config, opt.BUNDLE_ENGINE_OPT),
-                   include_hostname=opt.flag_value(config, opt.BUNDLE_HOSTNAME_OPT), rootdir=config.rootpath)
+                   include_hostname=opt.flag_value(config, opt.BUNDLE_HOSTNAME_OPT), rootdir=config.rootpath,
+                   attest=opt.flag_value(config, opt.ATTEST_OPT))
 
     def recorder(self, backend: str | None) -> BundleRecorder:
         from pytest_trt.audit.recorder import AuditSettings, BundleRecorder
 
         settings = AuditSettings(bundle_dir=self.bundle_dir, sign_key=self.sign_key, include_engine=self.include_engine,
-                                 include_hostname=self.include_hostname, rootdir=self.rootdir)
+                                 include_hostname=self.include_hostname, rootdir=self.rootdir, attest=self.attest)
         return BundleRecorder(settings, backend=backend)
 
 
@@ -144,4 +146,11 @@ def bundle_summary(rows: list[dict[str, Any]], failures: list[str]) -> list[str]
     failures += [f"{Path(p).name}: written for {len(h)} configs with the same name, version, backend and device"
                  for p, h in configs.items() if len(h) > 1 and not any(Path(p).name in f for f in failures)]
     lines = [f"{path}  sha256 {row['sha256'][:16]}  {row['size']:,} bytes" for path, row in sorted(by_path.items())]
+    attested = [row["attested"] for row in by_path.values() if row.get("attested")]
+    if attested:
+        written = sum(1 for a in attested if a["written"])
+        how = ("signed with the --trt-sign-key key" if all(a["signed"] for a in attested)
+               else f"UNSIGNED (no {opt.SIGN_KEY}): check them with 'pytest-trt attest verify', without a key")
+        lines.append(f"attestations: {len(attested)} bundle(s) attested in <bundle>.intoto.jsonl and .cdx.json "
+                     f"({written} written now), {how}")
     return lines + [f"WARNING {line}" for line in failures]

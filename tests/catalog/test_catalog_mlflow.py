@@ -126,6 +126,31 @@ def test_push_and_register_read_back_through_the_client(tmp_path, mlflow_server,
     assert f"registered model: mnv2 version {mv.version} at {mlflow_server}" in out
 
 
+def test_attestations_pushed_to_mlflow(tmp_path, mlflow_server, rtx_result, write, environment, capsys):
+    pytest.importorskip("in_toto_attestation", reason="needs pip install 'pytest-trt[attest]'")
+    import dataclasses
+
+    from pytest_trt.audit.attest import write_attestations
+    from pytest_trt.audit.bundle import BundleInputs, write_bundle
+
+    result = dataclasses.replace(rtx_result, config={**rtx_result.config, "name": "attested"})
+    result.set_clock("2026-05-04T03:02:01.000000Z", "2026-05-04T03:02:09.500000Z")
+    inputs = BundleInputs(result, None, environment)
+    info = write_bundle(inputs, tmp_path / "trt-bundles")
+    write_attestations(info, inputs)
+    db = str(tmp_path / "catalog.sqlite")
+    assert main(["catalog", "add", str(info.path), "--db", db]) == 0
+    assert main(["catalog", "push", "--db", db, "--uri", mlflow_server]) == 0
+    capsys.readouterr()
+    client = _client(mlflow_server)
+    [run] = client.search_runs([client.get_experiment_by_name("attested").experiment_id])
+    assert run.data.tags["pytest_trt.build_finished"] == "2026-05-04T03:02:09.500000Z"
+    assert run.data.params["created"] == "2026-05-04T03:02:09Z"
+    name = f"attestations/{info.path.name}.intoto.jsonl"
+    local = client.download_artifacts(run.info.run_id, name, str(tmp_path / "dl"))
+    assert Path(local).read_bytes() == info.path.with_name(info.path.name + ".intoto.jsonl").read_bytes()
+
+
 SUITE = """
 import pytest
 from pytest_trt import BuildConfig, Profile
