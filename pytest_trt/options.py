@@ -124,7 +124,7 @@ PROVENANCE_FAIL_ON_OPT = _opt(None, "trt_golden_provenance_fail_on", "args", (),
                                  "backend_version, device, config_hash, onnx_sha256")
 BUNDLE_DIR_OPT = _opt("--trt-bundle-dir", "trt_bundle_dir", "path", "trt-bundles",
                          "folder for audit bundles (default: trt-bundles under the rootdir)", metavar="DIR",
-                         ini_help="audit bundle folder")
+                         repeat=True, ini_help="audit bundle folder")
 SIGN_KEY_OPT = _opt("--trt-sign-key", "trt_sign_key", "path", None,
                        "Ed25519 private key (PEM or OpenSSH) that signs every bundle's manifest", metavar="KEY")
 PINS_OPT = _opt("--trt-pins", "trt_pins", "path", None,
