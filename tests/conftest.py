@@ -65,6 +65,7 @@ HEAVY = (
     "tests/foundation/test_plugin.py::test_xdist_workers_share_the_cache_and_report_engines",
     "tests/hardening/test_cache_private_umask.py",
     "tests/backends/test_ort_origins_architectures.py::test_every_layer_computes_exactly_its_origins[vit_b_16]",
+    "tests/foundation/test_rebuild_determinism.py::test_tensorrt_rtx_rebuilds",
 )
 
 
