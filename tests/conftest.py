@@ -48,6 +48,7 @@ HEAVY = (
     "tests/catalog/test_catalog_plugin.py::test_session_indexes_its_bundles",
     "tests/calibration/test_calibration_assertions.py::test_assert_calibration_three_forms_agree",
     "tests/calibration/test_explicit.py::test_each_method_gives_a_qdq_model_onnxruntime_runs",
+    "tests/calibration/test_explicit.py::test_tensorrt_rtx_builds_the_qdq_model_with_int8_layers",
     "tests/calibration/test_progress.py",
     "tests/audit/test_tamper.py::test_every_single_byte_flip_of_a_signed_bundle_is_detected",
     "tests/audit/test_bundle_limits.py",
