@@ -138,7 +138,7 @@ PROVENANCE_FAIL_ON_OPT = _opt(None, "trt_golden_provenance_fail_on", "args", (),
                                  "backend_version, device, config_hash, onnx_sha256")
 BUNDLE_DIR_OPT = _opt("--trt-bundle-dir", "trt_bundle_dir", "path", "trt-bundles",
                          "folder for audit bundles (default: trt-bundles under the rootdir)", metavar="DIR",
-                         ini_help="audit bundle folder")
+                         repeat=True, ini_help="audit bundle folder")
 SIGN_KEY_OPT = _opt("--trt-sign-key", "trt_sign_key", "path", None,
                        "Ed25519 or ECDSA P-256 private key (PEM or OpenSSH) that signs every bundle's manifest "
                        "and its attestations", metavar="KEY")
@@ -151,6 +151,10 @@ PINS_OPT = _opt("--trt-pins", "trt_pins", "path", None,
 BUNDLE_ENGINE_OPT = _opt(None, "trt_bundle_engine", "bool", True,
                             "put engine.plan into bundles (false: its sha256 only)")
 BUNDLE_HOSTNAME_OPT = _opt(None, "trt_bundle_hostname", "bool", False, "record the host name in environment.json")
+REQUIRE_DETERMINISTIC_OPT = _opt(None, "trt_require_deterministic_build", "bool", False,
+                                 "fail the test when a rebuild (--trt-rebuild) of a cached engine gives another "
+                                 "engine for the same pinned config (other bytes, tactics or layer list); without "
+                                 "it the difference is reported")
 DEVICES_OPT = _opt("--trt-devices", "trt_devices", "text", None,
                       "GPUs the pytest-xdist workers take round-robin, e.g. '0,1' "
                       "(default: every visible GPU); each worker sees only its own", metavar="IDS",
@@ -181,6 +185,7 @@ OPTIONS: tuple[Option, ...] = (
     GOLDEN_DIR_OPT, UPDATE_GOLDEN_OPT, APPROVE_OPT, PROVENANCE_OPT, PROVENANCE_FAIL_ON_OPT,
     APPROVE_REPORT_OPT, APPROVE_KEY_OPT, APPROVERS_OPT, REQUIRE_SIGNED_OPT, APPROVALS_REQUIRED_OPT,
     BUNDLE_DIR_OPT, BUNDLE_ENGINE_OPT, BUNDLE_HOSTNAME_OPT, SIGN_KEY_OPT, ATTEST_OPT, PINS_OPT,
+    REQUIRE_DETERMINISTIC_OPT,
     DEVICES_OPT, CATALOG_OPT, MLFLOW_URI_OPT, MLFLOW_REGISTER_OPT,
 )
 
@@ -218,6 +223,7 @@ INI_PINS = _ini(PINS_OPT)
 INI_BUNDLE_ENGINE = _ini(BUNDLE_ENGINE_OPT)
 INI_BUNDLE_HOSTNAME = _ini(BUNDLE_HOSTNAME_OPT)
 INI_ATTEST = _ini(ATTEST_OPT)
+INI_REQUIRE_DETERMINISTIC = _ini(REQUIRE_DETERMINISTIC_OPT)
 INI_DEVICES = _ini(DEVICES_OPT)
 INI_CATALOG = _ini(CATALOG_OPT)
 INI_MLFLOW_URI = _ini(MLFLOW_URI_OPT)

@@ -47,6 +47,10 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_trt.pytest_plugin.session import TrtSession
 
     TrtSession.register(config)
+    if opt.flag_value(config, opt.REBUILD_OPT):  # a rebuild is compared with the entry it replaces
+        from pytest_trt.pytest_plugin.determinism import register
+
+        register(config)
 
 
 def _warn_if_rootdir_moved(config: pytest.Config) -> None:

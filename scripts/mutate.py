@@ -15,6 +15,7 @@ Exit status: 1 when a mutant survived or went stale.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -58,6 +59,8 @@ _MLFLOW_SECRET = (_MLFLOW + "test_credentials_in_the_uri_are_never_stored_or_pri
 _CATALOG_RO = ("tests/catalog/test_catalog_read_only.py",)
 _SMALL = ("tests/hardening/test_small_bad_inputs.py",)
 _SENS = ("tests/calibration/test_sensitivity.py",)
+_DETERMINISM = "pytest_trt/pytest_plugin/determinism.py"
+_DETERMINISM_T = ("tests/foundation/test_rebuild_determinism.py",)
 _SENS_ERR = "pytest_trt/sensitivity/tensor_errors.py"
 _SENS_SEARCH = "pytest_trt/sensitivity/search.py"
 
@@ -396,7 +399,7 @@ MUTANTS = (
            '            if entry.get("key") != key:', "            if False:",
            _CACHE, "an entry of another key is used"),
     Mutant("cache-store-in-place", "pytest_trt/engines/cache.py",
-           "        replace_directory(final, fill, staging=self.root / \"tmp\")",
+           "        replace_directory(final, fill, staging=self.root / \"tmp\", keep_replaced=self.replaced_dir(key))",
            "        final.mkdir(parents=True, exist_ok=True)\n        fill(final)",
            _CACHE, "cache entries are written where readers look"),
     Mutant("sidecar-never-settled", "pytest_trt/audit/recorder.py",
@@ -692,6 +695,27 @@ MUTANTS = (
     Mutant("attest-clock-not-recorded", "pytest_trt/engines/provider.py",
            "                built.set_clock(started, artifact.utc_now())", "                pass", _ATTEST_SESSION,
            "the build's start and finish times never reach the cache entry or the provenance"),
+    Mutant("rebuild-determinism-unchecked", _DETERMINISM,
+           "    if old_sha256 is None or old_sha256 == new_sha256:\n        return None",
+           "    if True:\n        return None", _DETERMINISM_T,
+           "a rebuild that gives another engine passes silently, also under trt_require_deterministic_build"),
+    Mutant("rebuild-determinism-not-failed", _DETERMINISM, '                report.outcome = "failed"\n',
+           '                report.outcome = report.outcome\n', _DETERMINISM_T,
+           "under trt_require_deterministic_build a rebuild that gave another engine is only reported"),
+    Mutant("rebuild-determinism-entry-not-restored", _DETERMINISM,
+           "                where = provider.cache.restore_replaced(key)",
+           "                where = provider.cache.entry_dir(key)", _DETERMINISM_T,
+           "a refused rebuild leaves its engine in the cache: the next run uses what was refused"),
+    Mutant("timing-cache-evidence-unhashed", "pytest_trt/backends/trt_apply.py",
+           "        cache_sha256 = hashlib.sha256(data).hexdigest() if config.timing_cache.is_file() else None",
+           "        cache_sha256 = None", ("tests/backends/test_timing_cache_evidence.py",),
+           "build.json says a timing cache was used but not which tactic timings the build started from"),
+    Mutant("heavy-tier-not-deselected", "tests/conftest.py", "    if heavy and not heavy_tier_selected(config):",
+           "    if False:", ("tests/foundation/test_suite_tiers.py",),
+           "the default `pytest tests/` runs the heavy tier too: half an hour on a 2-core machine"),
+    Mutant("interrupt-leaves-children", "tests/interrupts.py", "    tree = descendants(os.getpid())",
+           "    tree: list[int] = []", ("tests/foundation/test_interrupts.py",),
+           "an interrupted run leaves its xdist workers and the processes its tests started running"),
 )
 
 
@@ -707,6 +731,7 @@ def run(mutant: Mutant, *, timeout: int) -> tuple[str, float, str]:
             proc = subprocess.run(
                 [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *mutant.tests],
                 cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                env={**os.environ, "PYTEST_TRT_HEAVY": "1"},  # the guarding tests of either tier
             )
         except subprocess.TimeoutExpired:
             return "KILLED", time.perf_counter() - start, f"timeout after {timeout} s"

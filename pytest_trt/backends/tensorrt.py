@@ -8,6 +8,7 @@ product they run.
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib
 import importlib.util
 import threading
@@ -209,11 +210,16 @@ class TensorRTBackend(registry.RegistryVersions):
             from pytest_trt.backends.trt_calibrator import check_pinned_cache
 
             check_pinned_cache(config)
+        extra: dict[str, Any] = {}
         if configured.timing_cache is not None and config.timing_cache is not None:
-            write_bytes_atomic(config.timing_cache, bytes(memoryview(builder_config.get_timing_cache().serialize())))
+            timings = bytes(memoryview(builder_config.get_timing_cache().serialize()))
+            write_bytes_atomic(config.timing_cache, timings)
+            # evidence: the tactic timings the build started from and left (the config hash says only "one is used")
+            extra["timing_cache"] = {"sha256_before": configured.timing_cache_sha256,
+                                     "sha256_after": hashlib.sha256(timings).hexdigest()}
         return BuildResult.built_for(  # the pinned config, also for its Q/DQ model's build
             request, engine=bytes(memoryview(serialized)), effective=effective, versions=versions,
-            durations={"parse": parse_s, "build": build_s},
+            durations={"parse": parse_s, "build": build_s}, extra=extra,
         )
 
     def _parse_failure(self, config: BuildConfig, parser: Any) -> BuildFailed:

@@ -7,6 +7,7 @@ ignores a setting cannot slip through.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,8 @@ class Configured:
     profiles: list[Any]
     timing_cache: Any  # None without a timing cache
     effective: dict[str, Any]
+    #: sha256 of the timing cache bytes the build starts from (None: no timing cache pinned, or no file yet)
+    timing_cache_sha256: str | None = None
 
 
 def configure(
@@ -35,8 +38,8 @@ def configure(
     """
     check_network_inputs(network, config)
     bc = builder.create_builder_config()
-    profiles, cache = apply_config(trt, f, builder, bc, network, config, flags)
-    return Configured(bc, profiles, cache, read_back(trt, f, bc, network, profiles, config, flags))
+    profiles, cache, cache_sha256 = apply_config(trt, f, builder, bc, network, config, flags)
+    return Configured(bc, profiles, cache, read_back(trt, f, bc, network, profiles, config, flags), cache_sha256)
 
 
 def network_inputs(network: Any) -> dict[str, tuple[int, ...]]:
@@ -91,8 +94,9 @@ def check_network_inputs(network: Any, config: BuildConfig) -> None:
 
 def apply_config(
     trt: Any, f: Features, builder: Any, bc: Any, network: Any, config: BuildConfig, flags: tuple[str, ...]
-) -> tuple[list[Any], Any]:
-    """Configure ``bc`` exactly as pinned; return (optimization profiles, timing cache or None)."""
+) -> tuple[list[Any], Any, str | None]:
+    """Configure ``bc`` exactly as pinned; return (optimization profiles, timing cache or None, the sha256 of the
+    timing cache file it was made from, None without one)."""
     bc.profiling_verbosity = trt.ProfilingVerbosity.DETAILED
     # Pin the flag set exactly: TensorRT turns TF32 on by default, which a pin must state.
     for name in f.builder_flags:
@@ -120,8 +124,10 @@ def apply_config(
             raise ConfigError(f"BuildConfig {config.name!r}: TensorRT rejected profile {p!r}", field="profiles")
         profiles.append(profile)
     cache = None
+    cache_sha256 = None
     if config.timing_cache is not None:
         data = config.timing_cache.read_bytes() if config.timing_cache.is_file() else b""
+        cache_sha256 = hashlib.sha256(data).hexdigest() if config.timing_cache.is_file() else None
         cache = bc.create_timing_cache(data)
         if cache is None or not bc.set_timing_cache(cache, False):
             raise ConfigError(
@@ -129,7 +135,7 @@ def apply_config(
                 "(corrupt, or from another TensorRT version/GPU): delete it to start a new one",
                 field="timing_cache",
             )
-    return profiles, cache
+    return profiles, cache, cache_sha256
 
 
 def read_back(

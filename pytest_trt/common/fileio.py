@@ -94,12 +94,14 @@ def write_json_atomic(path: Path, data: Any, *, indent: int | None = None, mode:
     write_text_atomic(path, text + "\n", mode=mode, fsync=fsync)
 
 
-def replace_directory(target: Path, fill: Callable[[Path], None], *, staging: Path | None = None) -> None:
+def replace_directory(target: Path, fill: Callable[[Path], None], *, staging: Path | None = None,
+                      keep_replaced: Path | None = None) -> None:
     """Write a folder with ``fill(tmp)`` into a temporary folder, then rename it to ``target``.
 
     ``staging`` (default: ``target``'s parent) holds the temporary folder, named
     ``.<target name>.<pid>.<random>``: the pid tells a cleaner whether its writer still runs.
-    An existing ``target`` is renamed away first and deleted after.  When another process
+    An existing ``target`` is renamed away first and deleted after, or, with ``keep_replaced``,
+    renamed to that path (a folder already there is deleted first).  When another process
     put a complete ``target`` in place in between, that one is kept.
     """
     staging = target.parent if staging is None else staging
@@ -112,6 +114,8 @@ def replace_directory(target: Path, fill: Callable[[Path], None], *, staging: Pa
         if target.exists():
             doomed = staging / f".{target.name}.replaced.{os.getpid()}.{uuid.uuid4().hex[:8]}"
             os.replace(target, doomed)
+            if keep_replaced is not None:
+                _set_aside(doomed, keep_replaced, staging)
             shutil.rmtree(doomed, ignore_errors=True)
         try:
             os.replace(tmp, target)
@@ -122,6 +126,16 @@ def replace_directory(target: Path, fill: Callable[[Path], None], *, staging: Pa
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _set_aside(folder: Path, keep: Path, staging: Path) -> None:
+    """Rename ``folder`` to ``keep``, deleting an older folder there first (never left half-deleted at ``keep``)."""
+    keep.parent.mkdir(parents=True, exist_ok=True)
+    if keep.exists():
+        older = staging / f".{keep.name}.older.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+        os.replace(keep, older)
+        shutil.rmtree(older, ignore_errors=True)
+    os.replace(folder, keep)
 
 
 @contextmanager

@@ -188,7 +188,44 @@ class EngineCache:
             # inside the unpublished folder: a plain write (the rename publishes it; no fsync, see above)
             (folder / ENTRY_FILE).write_text(json.dumps(entry, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
-        replace_directory(final, fill, staging=self.root / "tmp")
+        replace_directory(final, fill, staging=self.root / "tmp", keep_replaced=self.replaced_dir(key))
+        return final
+
+    def replaced_dir(self, key: str) -> Path:
+        """Where :meth:`store` keeps the entry a rebuild replaced (``<dir>/replaced/<key>``), for the rebuild check."""
+        return self.root / "replaced" / key
+
+    def replaced_engine_sha256(self, key: str) -> str | None:
+        """The engine sha256 that the replaced entry's ``entry.json`` lists; None: no replaced entry, or unreadable."""
+        try:
+            entry = json.loads((self.replaced_dir(key) / ENTRY_FILE).read_text(encoding="utf-8"))
+            return str(entry["files"][ENGINE_FILE])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def load_replaced(self, key: str) -> BuildResult:
+        """The replaced entry's result, its files checked against its ``entry.json``."""
+        folder = self.replaced_dir(key)
+        entry = json.loads((folder / ENTRY_FILE).read_text(encoding="utf-8"))
+        return BuildResult.read(folder, digests=dict(entry["files"]))
+
+    def drop_replaced(self, key: str) -> None:
+        """Delete the replaced entry once it was compared."""
+        shutil.rmtree(self.replaced_dir(key), ignore_errors=True)
+
+    def restore_replaced(self, key: str) -> Path:
+        """Put the replaced entry back in place of the rebuilt one, under the key's lock; return the entry folder."""
+        final = self.entry_dir(key)
+        lock = self.acquire(key)
+        try:
+            doomed = self.root / "tmp" / f".{key}.rejected.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+            doomed.parent.mkdir(parents=True, exist_ok=True)
+            if final.exists():
+                os.replace(final, doomed)
+            os.replace(self.replaced_dir(key), final)
+            shutil.rmtree(doomed, ignore_errors=True)
+        finally:
+            lock.release()
         return final
 
     def write_entry(self, key: str, result: BuildResult, lock: HeldLock, errors: list[str]) -> None:

@@ -12,7 +12,6 @@ import http.server
 import importlib.util
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -28,10 +27,11 @@ from pytest_trt.catalog.mlflow_push import BUNDLE_TAG
 from pytest_trt.cli import main
 from tests.catalog.conftest import verdict
 from tests.conftest import RTX_VERSION
+from tests.interrupts import spawn, stop
 
 pytestmark = [
     pytest.mark.skipif(importlib.util.find_spec("mlflow") is None,
-                       reason="mlflow is not installed (pip install 'pytest-trt[mlflow]'; CI installs it with [test])"),
+                       reason="mlflow is not installed (pip install 'pytest-trt[mlflow]'; CI installs it with [test-server])"),
 ]
 STARTUP_S = 240
 
@@ -52,7 +52,7 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     cmd = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
            "--backend-store-uri", f"sqlite:///{folder / 'mlflow.db'}",
            "--artifacts-destination", str(folder / "artifacts")]
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = spawn(cmd, stdout=log, stderr=subprocess.STDOUT)  # its own group, stopped also when the run is interrupted
     uri = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + STARTUP_S
@@ -69,11 +69,7 @@ def mlflow_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             time.sleep(0.3)
         yield uri
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)  # the server and the uvicorn process it started
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+        stop(proc, grace_s=30)  # the server and the uvicorn process it started
         log.close()
 
 

@@ -13,8 +13,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_site_builds_strict(tmp_path: Path) -> None:
-    pytest.importorskip("mkdocs", reason="mkdocs is in the test and docs extras: pip install -e '.[docs]'")
-    pytest.importorskip("material", reason="mkdocs-material is in the test and docs extras: pip install -e '.[docs]'")
+    pytest.importorskip("mkdocs", reason="mkdocs is in the docs extra: pip install -e '.[docs]'")
+    pytest.importorskip("material", reason="mkdocs-material is in the docs extra: pip install -e '.[docs]'")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     out = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
                          cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -146,3 +147,20 @@ def test_backend_choices_are_read_from_the_registry_when_declared(monkeypatch: p
     parser = argparse.ArgumentParser()
     opt.add_argument(parser, opt.BACKEND_OPT)
     assert parser.parse_args(["--trt-backend", "late-toy"]).trt_backend == "late-toy"
+
+
+def test_create_command_keeps_the_bundle_dir(tmp_path: Path, models: dict[str, Path]) -> None:
+    """The "no golden" command printed by a run with --trt-bundle-dir repeats it: pasted, the approval run's bundles go
+    to the same folder, not to the default trt-bundles/."""
+    (tmp_path / "test_m.py").write_text(SUITE.format(onnx=str(models["conv_bn_relu"])), encoding="utf-8")
+    first = _pytest(tmp_path, "--trt-backend", "fake", "--trt-engine-build", "--trt-cache-dir=cache",
+                    "--trt-golden-dir=goldens", "--trt-bundle-dir=runs/new")
+    assert first.returncode == 1, first.stdout[-3000:]
+    [command] = {line.strip() for line in first.stdout.splitlines() if line.strip().startswith("pytest test_m.py")}
+    words = shlex.split(command)
+    assert "--trt-bundle-dir=runs/new" in words, command
+    words[words.index("REASON")] = "first approval"
+    shutil.rmtree(tmp_path / "runs")
+    created = _pytest(tmp_path, *words[1:])
+    assert created.returncode == 0, created.stdout[-3000:]
+    assert list((tmp_path / "runs" / "new").glob("*.tar.gz")) and not (tmp_path / "trt-bundles").exists()

@@ -28,6 +28,7 @@ from pytest_trt.compare.distribution import STATS
 from pytest_trt.errors import MonitorError
 from pytest_trt.monitor import MonitorSpec, OutputMonitor, Policy, load_spec
 from pytest_trt.monitor.spec import output_reference
+from tests.interrupts import spawn, stop
 from tests.monitor.conftest import Digits, cli
 
 prometheus_client = pytest.importorskip("prometheus_client", reason="pip install 'pytest-trt[monitor]'")
@@ -214,8 +215,8 @@ def prometheus(services: tuple[Service, Service], digits: Digits, tmp_path: Path
         f"      - targets: [\"{shifted.address}\", \"{same.address}\"]\n")
     port = _free_port()
     log = (tmp_path / "prometheus.log").open("w")
-    proc = subprocess.Popen([binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'data'}",
-                             f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT)
+    proc = spawn([binary, f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'data'}",
+                  f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -230,12 +231,7 @@ def prometheus(services: tuple[Service, Service], digits: Digits, tmp_path: Path
                 time.sleep(0.2)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc, grace_s=20)
         log.close()
 
 
