@@ -151,6 +151,10 @@ PINS_OPT = _opt("--trt-pins", "trt_pins", "path", None,
 BUNDLE_ENGINE_OPT = _opt(None, "trt_bundle_engine", "bool", True,
                             "put engine.plan into bundles (false: its sha256 only)")
 BUNDLE_HOSTNAME_OPT = _opt(None, "trt_bundle_hostname", "bool", False, "record the host name in environment.json")
+MEASURE_NOISE_OPT = _opt(None, "trt_golden_measure_noise", "bool", True,
+                         "measure an engine's noise against its unoptimized reference at each approval "
+                         "(--trt-update-golden), for tolerance=\"measured\" and the failure lines; false skips it "
+                         "(an approval of a large model then takes about a third of the time, and records why)")
 REQUIRE_DETERMINISTIC_OPT = _opt(None, "trt_require_deterministic_build", "bool", False,
                                  "fail the test when a rebuild (--trt-rebuild) of a cached engine gives another "
                                  "engine for the same pinned config (other bytes, tactics or layer list); without "
@@ -183,7 +187,7 @@ def _ini(option: Option) -> str:
 OPTIONS: tuple[Option, ...] = (
     ENGINE_BUILD_OPT, BACKEND_OPT, REBUILD_OPT, CACHE_DIR_OPT,
     GOLDEN_DIR_OPT, UPDATE_GOLDEN_OPT, APPROVE_OPT, PROVENANCE_OPT, PROVENANCE_FAIL_ON_OPT,
-    APPROVE_REPORT_OPT, APPROVE_KEY_OPT, APPROVERS_OPT, REQUIRE_SIGNED_OPT, APPROVALS_REQUIRED_OPT,
+    APPROVE_REPORT_OPT, MEASURE_NOISE_OPT, APPROVE_KEY_OPT, APPROVERS_OPT, REQUIRE_SIGNED_OPT, APPROVALS_REQUIRED_OPT,
     BUNDLE_DIR_OPT, BUNDLE_ENGINE_OPT, BUNDLE_HOSTNAME_OPT, SIGN_KEY_OPT, ATTEST_OPT, PINS_OPT,
     REQUIRE_DETERMINISTIC_OPT,
     DEVICES_OPT, CATALOG_OPT, MLFLOW_URI_OPT, MLFLOW_REGISTER_OPT,
@@ -223,6 +227,7 @@ INI_PINS = _ini(PINS_OPT)
 INI_BUNDLE_ENGINE = _ini(BUNDLE_ENGINE_OPT)
 INI_BUNDLE_HOSTNAME = _ini(BUNDLE_HOSTNAME_OPT)
 INI_ATTEST = _ini(ATTEST_OPT)
+INI_MEASURE_NOISE = _ini(MEASURE_NOISE_OPT)
 INI_REQUIRE_DETERMINISTIC = _ini(REQUIRE_DETERMINISTIC_OPT)
 INI_DEVICES = _ini(DEVICES_OPT)
 INI_CATALOG = _ini(CATALOG_OPT)

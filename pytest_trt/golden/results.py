@@ -65,6 +65,7 @@ class GoldenSettings:
     require_signed: bool = False  # ini trt_require_signed_approval
     approvals_required: int = 1  # ini trt_approvals_required: distinct signers a golden generation needs
     bundle_signer: str | None = None  # "SHA256:..." of the session's bundle key (--trt-sign-key)
+    measure_noise: bool = True  # ini trt_golden_measure_noise: the approval measures the engine against its reference
 
     @property
     def signoff_required(self) -> bool:

@@ -126,7 +126,9 @@ def update(scope: GoldenScope, config: Any, engine: Any, outputs: Mapping[str, n
             make = running.accumulator_factory(old_baselines, classifier, max_label, strict=False)
             accumulators = {n: make(n, ds) for n, ds in old_outputs.items()}
             sink = _Sink(group, samples)
-            fed, noise_record = noise.tap(engine, noise.classifier_rule(old_baselines, classifier, max_label))
+            fed, noise_record = (noise.tap(engine, noise.classifier_rule(old_baselines, classifier, max_label))
+                                 if settings.measure_noise
+                                 else (engine, lambda: noise.not_measured("ini trt_golden_measure_noise = false")))
             running.feed(fed, outputs, dict(ds_group["inputs"].items()), samples, batch_size, accumulators,
                          golden_outputs=None, label=label, sink=sink, new=make)
             sink.seal()

@@ -37,6 +37,7 @@ class GoldenState:
     command_args: tuple[str, ...] = ()
     approve_report: dict[str, Any] | None = None
     signatures: SignatureSettings | None = None
+    measure_noise: bool = True
     #: this process's refreshes and notes, (test id, text); an xdist worker sends them in its WorkerOutput
     refreshed: list[tuple[str, str]] = field(default_factory=list)
     notes: list[tuple[str, str]] = field(default_factory=list)
@@ -79,7 +80,8 @@ class GoldenState:
         assert golden_dir is not None  # it has a default
         return cls(golden_dir, update, approve, defaults, config.rootpath, given, _policy_args(config),
                    command_args=opt.repeated_args(config), approve_report=_approve_report(config, approve),
-                   signatures=SignatureSettings.from_config(config, update=update))
+                   signatures=SignatureSettings.from_config(config, update=update),
+                   measure_noise=bool(opt.value(config, opt.MEASURE_NOISE_OPT)))
 
     def settings(self) -> GoldenSettings:
         """The workflow's settings, made on first use (imports the workflow's light half)."""
@@ -91,6 +93,7 @@ class GoldenState:
                 golden_dir=self.golden_dir, update=self.update, approve=self.approve,
                 thresholds=ThresholdSet(Thresholds(**self.defaults), given=self.given), rootdir=self.rootdir,
                 command_args=self.command_args, provenance=self.policy, approve_report=self.approve_report,
+                measure_noise=self.measure_noise,
                 **(self.signatures.settings() if self.signatures is not None else {}),
             )
         return self._settings

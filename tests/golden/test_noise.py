@@ -118,3 +118,34 @@ def test_tolerance_measured_passes_the_approved_engine_and_fails_a_scaled_model(
                    max_rel=None, cosine=None)
     with pytest.raises(GoldenError, match="tolerance='guessed'"):
         golden().check(real_engine(_config(tmp_path)), tolerance="guessed")
+
+
+NOISE_TEST = '''
+import numpy as np
+import pytest
+from pytest_trt import BuildConfig, GoldenDataset
+
+CBR = BuildConfig(name="cbr", onnx="models/cbr.onnx")
+DATA = GoldenDataset.from_arrays({"x": np.random.default_rng(3).standard_normal((8, 3, 8, 8)).astype(np.float32)})
+
+@pytest.mark.trt(CBR)
+def test_cbr(trt_engine, trt_golden):
+    trt_golden.check(trt_engine, dataset=DATA)
+'''
+
+
+@pytest.mark.parametrize("ini, measured", [("", True), ("trt_golden_measure_noise = false\n", False)])
+def test_the_ini_key_turns_the_approval_measurement_off(pytester: pytest.Pytester, ini: str, measured: bool) -> None:
+    (pytester.path / "models").mkdir()
+    conv_bn_relu(pytester.path / "models" / "cbr.onnx")
+    pytester.makeini("[pytest]\n" + ini)
+    pytester.makepyfile(test_cbr=NOISE_TEST)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trt-backend", "onnxruntime",
+                                           "--trt-engine-build", "--trt-update-golden", "--trt-approve", "first")
+    result.assert_outcomes(passed=1)
+    with h5py.File(pytester.path / "golden" / "cbr.h5", "r") as f:
+        noise = json.loads(f["snapshots/cbr"].attrs["noise"])
+    if measured:
+        assert noise["measured"] is True and noise["outputs"]["features"]["samples"] == 8
+    else:
+        assert noise == {"measured": False, "reason": "ini trt_golden_measure_noise = false"}
