@@ -63,6 +63,7 @@ _DETERMINISM = "pytest_trt/pytest_plugin/determinism.py"
 _DETERMINISM_T = ("tests/foundation/test_rebuild_determinism.py",)
 _SENS_ERR = "pytest_trt/sensitivity/tensor_errors.py"
 _SENS_SEARCH = "pytest_trt/sensitivity/search.py"
+_PIN = "tests/upgrade/test_pin_block.py::"
 
 MUTANTS = (
     # -- audit/verify.py, audit/tarscan.py, audit/schema.py: reading bundles --------------------------------------
@@ -502,7 +503,8 @@ MUTANTS = (
         ("logdiff-tactics-ignored", "pytest_trt/upgrade/cli.py",
          "mask_tactics=not args.tactics, onnx=args.onnx, records", "mask_tactics=True, onnx=args.onnx, records",
          _LOGDIFF, "log diff --tactics is ignored"),
-        ("trt7-single-node-fusion", "pytest_trt/buildlog/events.py", "if len(set(g)) >= 2)", "if len(set(g)) >= 1)",
+        ("trt7-single-node-fusion", "pytest_trt/buildlog/events.py", "if len(set(g)) >= 2 and",
+         "if len(set(g)) >= 1 and",
          _LOGDIFF, "a TensorRT 7 event naming one node counts as a fusion"),
         ("log-parse-fusion-count", "pytest_trt/buildlog/summary.py", '"fusions": len(fusion_sets(record)),',
          '"fusions": len(record.fusions),', _LOGDIFF, "log parse prints fusions: 0 where log diff counts 1"),
@@ -599,8 +601,8 @@ MUTANTS = (
            "        return self.name, self.version", '        return self.name, ""',
            ("tests/upgrade/test_review_verdicts.py",), "a version bump is paired with the old version"),
     Mutant("review-missing-old-moves", "pytest_trt/upgrade/model.py",
-           "        return self.old is not None and self.new is not None and self.old != self.new",
-           "        return self.old != self.new", ("tests/upgrade/test_review_verdicts.py",),
+           "        return (self.old is not None and self.new is not None and self.old != self.new",
+           "        return (self.old != self.new", ("tests/upgrade/test_review_verdicts.py",),
            "an approval run's missing figures count as moved metrics"),
     Mutant("review-env-only-unchanged", "pytest_trt/upgrade/model.py",
            "    elif not (engine_changed or structure_changed or any(r.changed for r in rows) or env):",
@@ -720,6 +722,48 @@ MUTANTS = (
     Mutant("interrupt-leaves-children", "tests/interrupts.py", "    tree = descendants(os.getpid())",
            "    tree: list[int] = []", ("tests/foundation/test_interrupts.py",),
            "an interrupted run leaves its xdist workers and the processes its tests started running"),
+    # -- upgrade review: pin block, built models, tensor matching, unchecked outputs, units; record diff, events --
+    Mutant("review-pin-range-order", "pytest_trt/upgrade/pin.py", "    moved.sort(key=lambda r: (-r.size, r.tensor))",
+           "    moved.sort(key=lambda r: r.tensor)", (_PIN + "test_the_pin_block_names_the_calibration_switch_and_the_"
+                                                   "largest_range_move",),
+           "the pin block lists ranges by name, not largest move first: input x10.7 is buried"),
+    Mutant("review-pin-after-structure", "pytest_trt/upgrade/html.py",
+           "        parts += [_pin(r), _structure(r, tactics, pics),",
+           "        parts += [_structure(r, tactics, pics), _pin(r),", (_PIN + "test_the_pin_block_names_the_"
+                                                                       "calibration_switch_and_the_largest_range_move",),
+           "the HTML shows the structure before what changed in the pin"),
+    Mutant("review-unchecked-exit-0", "pytest_trt/upgrade/model.py",
+           "        fine = (UNCHANGED, WITHIN, CHANGED_UNCHECKED) if self.allow_unchecked else (UNCHANGED, WITHIN)",
+           "        fine = (UNCHANGED, WITHIN, CHANGED_UNCHECKED)",
+           (_PIN + "test_unchecked_outputs_exit_1_naming_the_failing_test",),
+           "outputs nobody checked pass the review with exit 0 (the incident's min-max engine approved unseen)"),
+    Mutant("audit-not-checked-unrecorded", "pytest_trt/pytest_plugin/audit.py",
+           "        if not mine and failure is not None:",
+           "        if False:", (_PIN + "test_unchecked_outputs_exit_1_naming_the_failing_test",),
+           "the test that failed before its golden check is not recorded: the review cannot say why"),
+    Mutant("review-drop-unit-sign", "pytest_trt/upgrade/units.py", "        return -raw * 100.0",
+           "        return raw * 100.0", (_PIN + "test_one_unit_per_metric",),
+           "JSON says +8.04 where the check and the terminal say -8.0%"),
+    Mutant("localize-match-by-name", "pytest_trt/upgrade/localize.py",
+           "    nodes = [n for n in b.model.graph.node if b.outputs_of(n) and b.outputs_of(n)[0] in a.types]",
+           "    nodes = [n for n in b.model.graph.node if b.outputs_of(n) and n.name in producers.values()]",
+           ("tests/upgrade/test_localize.py::test_a_replaced_node_is_found_by_the_tensor_it_produces",),
+           "a node replaced between OLD and NEW is skipped and the next one is blamed"),
+    Mutant("localize-float-model-for-qdq", "pytest_trt/upgrade/built_models.py",
+           "    if cal is None:\n        return BuiltModel(data, \"float\", path)",
+           "    if True:\n        return BuiltModel(data, \"float\", path)",
+           ("tests/upgrade/test_localize_qdq.py::test_localize_bisects_the_qdq_models",),
+           "a calibrated config is localized on its float model: both sides equal, nothing found"),
+    Mutant("diff-precision-union", "pytest_trt/buildlog/record_diff.py",
+           "    precision = tuple((n, po[n], pn[n]) for n in sorted(set(po) & set(pn)) if po[n] != pn[n])",
+           "    precision = tuple((n, po.get(n), pn.get(n)) for n in sorted(set(po) | set(pn))\n"
+           "                      if po.get(n) != pn.get(n))",
+           ("tests/buildlog/test_buildlog_diff.py",),
+           "a node one side does not name is a precision change None -> Float"),
+    Mutant("events-unnamed-dropped", "pytest_trt/buildlog/events.py",
+           "    unnamed = tuple(m.strip() for m in split_name(side) if is_unnamed(m.strip()))",
+           "    unnamed: tuple[str, ...] = ()", ("tests/buildlog/test_events_unnamed.py",),
+           "a TensorRT 7 fusion with an unnamed ElementWise layer is invisible to log parse, log diff, assert_fused"),
 )
 
 

@@ -67,6 +67,10 @@ HEAVY = (
     "tests/hardening/test_cache_private_umask.py",
     "tests/backends/test_ort_origins_architectures.py::test_every_layer_computes_exactly_its_origins[vit_b_16]",
     "tests/foundation/test_rebuild_determinism.py::test_tensorrt_rtx_rebuilds",
+    "tests/upgrade/test_pin_block.py",
+    "tests/upgrade/test_localize_qdq.py",
+    "tests/upgrade/test_report_quant_errors.py",
+    "tests/upgrade/test_report.py::test_pictures_readable_on_a_wide_page",
 )
 
 

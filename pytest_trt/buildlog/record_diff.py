@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from .events import fusion_sets
+from .events import fusion_sets, unnamed_key
 from .names import strip_myelin_suffix
 from .record import BuildRecord, Layer
 
@@ -29,7 +29,8 @@ def _key(layer: Layer) -> _Key:
 
 
 def _fusion_sets(record: BuildRecord) -> Counter[tuple[str, ...]]:
-    return Counter(fusion_sets(record))
+    # unnamed members are keyed without their number, which shifts between versions
+    return Counter(tuple(sorted(unnamed_key(n) for n in s)) for s in fusion_sets(record))
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,10 @@ class RecordDiff:
 
     fusions_gained: tuple[tuple[str, ...], ...] = ()  # origin sets fused in new, not in old
     fusions_lost: tuple[tuple[str, ...], ...] = ()
-    precision_changes: tuple[tuple[str, str | None, str | None], ...] = ()  # (node, old, new)
+    precision_changes: tuple[tuple[str, str | None, str | None], ...] = ()  # (node, old, new), nodes both name
+    #: (old node, new node, old precision, new precision): a node only one side names, paired with the other
+    #: side's through an output tensor their layers share; one structure change, never a precision change
+    replaced_nodes: tuple[tuple[str, str, str | None, str | None], ...] = ()
     layers_added: tuple[str, ...] = ()  # "name [type] <- origins"
     layers_removed: tuple[str, ...] = ()
     reformat_count: tuple[int, int] | None = None  # (old, new) when different
@@ -63,7 +67,8 @@ class RecordDiff:
         new allocator estimate must not fail a check whose engine is the same.
         """
         return bool(
-            self.fusions_gained or self.fusions_lost or self.precision_changes or self.layers_added
+            self.fusions_gained or self.fusions_lost or self.precision_changes or self.replaced_nodes
+            or self.layers_added
             or self.layers_removed or self.layer_count or self.reformat_count
         )
 
@@ -93,6 +98,7 @@ class RecordDiff:
         section("fusions gained", [" + ".join(s) for s in self.fusions_gained])
         section("fusions lost", [" + ".join(s) for s in self.fusions_lost])
         section("precision changes", [f"{n}: {a} -> {b}" for n, a, b in self.precision_changes])
+        section("replaced nodes", [replaced_text(r) for r in self.replaced_nodes])
         section("layers added", list(self.layers_added))
         section("layers removed", list(self.layers_removed))
         if self.layer_count:
@@ -128,6 +134,40 @@ def _layer_changes(old: BuildRecord, new: BuildRecord) -> tuple[list[str], list[
     return added, removed, paired
 
 
+def replaced_text(r: tuple[str, str, str | None, str | None]) -> str:
+    """``/l/Relu -> /l/Clip (Float)``, or both precisions when they differ."""
+    old, new, pa, pb = r
+    return f"{old} -> {new} ({pa if pa == pb else f'{pa} -> {pb}'})"
+
+
+def _producers(record: BuildRecord) -> dict[str, set[str]]:
+    """ONNX node -> names of the tensors its layers output."""
+    out: dict[str, set[str]] = {}
+    for layer in record.layers:
+        names = {t.name for t in layer.outputs}
+        for node in layer.origins:
+            out.setdefault(node, set()).update(names)
+    return out
+
+
+def _replaced(old: BuildRecord, new: BuildRecord, po: dict[str, str], pn: dict[str, str]
+              ) -> tuple[tuple[str, str, str | None, str | None], ...]:
+    """Nodes only one side names, paired through a shared output tensor (first match, each node once)."""
+    only_old, only_new = sorted(set(po) - set(pn)), sorted(set(pn) - set(po))
+    if not only_old or not only_new:
+        return ()
+    ta, tb = _producers(old), _producers(new)
+    pairs: list[tuple[str, str, str | None, str | None]] = []
+    taken: set[str] = set()
+    for a in only_old:
+        for b in only_new:
+            if b not in taken and ta.get(a, set()) & tb.get(b, set()):
+                pairs.append((a, b, po.get(a), pn.get(b)))
+                taken.add(b)
+                break
+    return tuple(pairs)
+
+
 def _memory(old: BuildRecord, new: BuildRecord) -> dict[str, tuple[int | None, int | None]]:
     a, b = asdict(old.memory), asdict(new.memory)
     return {k: (a[k], b[k]) for k in a if a[k] != b[k]}
@@ -137,7 +177,8 @@ def diff_records(old: BuildRecord, new: BuildRecord, *, mask_tactics: bool = Tru
     """Compare two records; see :class:`RecordDiff` for the fields."""
     fo, fn = _fusion_sets(old), _fusion_sets(new)
     po, pn = old.node_precisions, new.node_precisions
-    precision = tuple((n, po.get(n), pn.get(n)) for n in sorted(set(po) | set(pn)) if po.get(n) != pn.get(n))
+    # a node only one side names is a layer added or removed (or a replaced node), not a precision change
+    precision = tuple((n, po[n], pn[n]) for n in sorted(set(po) & set(pn)) if po[n] != pn[n])
     added, removed, paired = _layer_changes(old, new)
     tactics = [(b.name, a.tactic, b.tactic) for a, b in paired if a.tactic != b.tactic]
     ow = {m.text for m in old.warnings}
@@ -146,6 +187,7 @@ def diff_records(old: BuildRecord, new: BuildRecord, *, mask_tactics: bool = Tru
         fusions_gained=tuple(sorted((fn - fo).elements())),
         fusions_lost=tuple(sorted((fo - fn).elements())),
         precision_changes=precision,
+        replaced_nodes=_replaced(old, new, po, pn),
         layers_added=tuple(added),
         layers_removed=tuple(removed),
         reformat_count=(old.reformat_count, new.reformat_count) if old.reformat_count != new.reformat_count else None,

@@ -79,13 +79,35 @@ def pins_problem(pins_path: Path, environment: dict[str, Any]) -> tuple[str, boo
     return text, pins.policy != "warn"
 
 
-def audit_item(recorder: BundleRecorder, item: pytest.Item, record: ItemRecord, when: str) -> list[EngineAudit]:
-    """Bundle every engine the test used (with its golden verdicts); junit properties and the report section."""
+#: golden.json verdict of a test that used an engine and failed before any golden check of it
+NOT_CHECKED = "not checked"
+#: the first line of a setup failure, kept for the audit at teardown (the call phase never ran)
+SETUP_FAILURE = pytest.StashKey[str]()
+
+
+def failure_line(call: pytest.CallInfo[None]) -> str | None:
+    """The first line of a setup or call failure (``AssertionError: ...``); None when it passed or was skipped."""
+    exc = call.excinfo
+    if call.when not in ("setup", "call") or exc is None or exc.errisinstance(pytest.skip.Exception):
+        return None
+    return (exc.exconly().splitlines() or [exc.typename])[0][:500]
+
+
+def audit_item(recorder: BundleRecorder, item: pytest.Item, record: ItemRecord, when: str,
+               failure: str | None = None) -> list[EngineAudit]:
+    """Bundle every engine the test used (with its golden verdicts); junit properties and the report section.
+
+    ``failure``: the first line of the test's failure; an engine the test failed on before any golden
+    check of it is recorded as "not checked" with that line, so an upgrade review can say why.
+    """
     from pytest_trt.audit.recorder import section_text
 
     audits = []
     for engine in record.engines:
         mine = [v.to_dict() for v in record.verdicts_of(engine)]
+        if not mine and failure is not None:
+            mine = [{"verdict": NOT_CHECKED, "test": item.nodeid, "config_hash": engine.result.config_hash,
+                     "message": failure}]
         for v in mine:
             recorder.add_golden(engine, item.nodeid, v)
         audit = recorder.audit(engine, list(mine))

@@ -253,12 +253,19 @@ class TrtSession:
         if record is None:  # the test used no engine: nothing to do (the common per-test path)
             return (yield)
         audits: list[EngineAudit] = []
+        if call.excinfo is not None and call.when == "setup" and record.engines:
+            from pytest_trt.pytest_plugin.audit import SETUP_FAILURE, failure_line
+
+            line = failure_line(call)
+            if line is not None:
+                item.stash[SETUP_FAILURE] = line
         if call.when in ("call", "teardown") and not record.audited:
             record.audited = True
             if record.engines:
-                from pytest_trt.pytest_plugin.audit import audit_item
+                from pytest_trt.pytest_plugin.audit import SETUP_FAILURE, audit_item, failure_line
 
-                audits = audit_item(self.recorder, item, record, call.when)
+                failure = failure_line(call) if call.when == "call" else item.stash.get(SETUP_FAILURE, None)
+                audits = audit_item(self.recorder, item, record, call.when, failure)
         if record.build_failure is not None and call.when == "setup":
             from pytest_trt.pytest_plugin.audit import note_build_failure
 

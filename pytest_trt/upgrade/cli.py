@@ -1,11 +1,12 @@
 """Command-line entry points of the upgrade review, registered by :func:`pytest_trt.cli.build_parser`.
 
     pytest-trt log diff OLD.log NEW.log [--onnx MODEL] [--tactics] [--json]
-    pytest-trt upgrade-report OLD NEW [-o report.html] [--json] [--localize]
+    pytest-trt upgrade-report OLD NEW [-o report.html] [--json] [--localize] [--allow-unchecked]
 
 Exit codes follow :mod:`pytest_trt.cli`: 0 nothing changed (``upgrade-report``: no regression and
 nothing unpaired or uncomparable), 1 differences (``upgrade-report``: a regression, a config that
-could not be compared, or an unpaired bundle), 3 a file cannot be used.
+could not be compared, a config whose outputs were not checked unless ``--allow-unchecked``, or an
+unpaired bundle), 3 a file cannot be used.
 """
 
 from __future__ import annotations
@@ -48,7 +49,9 @@ def cmd_upgrade_report(args: argparse.Namespace) -> int:
     from pytest_trt.upgrade.report import make_report, summary_lines, write_html
 
     try:
-        report = make_report(args.old, args.new, mask_tactics=not args.tactics, localize=args.localize)
+        report = make_report(args.old, args.new, mask_tactics=not args.tactics, localize=args.localize,
+                             allow_unchecked=args.allow_unchecked, quant_errors=not args.no_quant_errors,
+                             cache_dir=args.cache_dir, golden_dir=args.golden)
     except PairingError as exc:
         raise CommandInputError(str(exc)) from None
     html, digest = None, None
@@ -85,5 +88,14 @@ def register_upgrade(groups: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--no-html", action="store_true", help="print the summary (or --json) only")
     p.add_argument("--tactics", action="store_true", help="list tactic changes in the main view")
     p.add_argument("--localize", action="store_true",
-                   help="for ONNX Runtime configs whose outputs regressed, find the first diverging ONNX node")
+                   help="for configs whose outputs regressed, find the first diverging ONNX node of the models the "
+                        "engines were built from (the Q/DQ models of calibrated configs)")
+    p.add_argument("--allow-unchecked", action="store_true",
+                   help="a config whose outputs were not checked (no golden check ran) does not fail the review")
+    p.add_argument("--no-quant-errors", action="store_true",
+                   help="skip the per-tensor quantization errors of regressed INT8 configs")
+    p.add_argument("--golden", type=Path, metavar="DIR", default=None,
+                   help="folder of golden files, for when the path a bundle names is gone")
+    p.add_argument("--cache-dir", type=Path, metavar="DIR", default=None,
+                   help="the run's engine cache: stored Q/DQ models, for when they cannot be rebuilt here")
     p.set_defaults(func=cmd_upgrade_report)

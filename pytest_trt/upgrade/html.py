@@ -6,19 +6,28 @@ from html import escape
 from typing import Any
 
 from pytest_trt.buildlog.record_diff import first_line
-from pytest_trt.upgrade import pictures
-from pytest_trt.upgrade.model import NOT_COMPARED, REGRESSION, UNCHANGED, ConfigReview, UpgradeReport
+from pytest_trt.upgrade import pictures, units
+from pytest_trt.upgrade.model import (
+    CHANGED_UNCHECKED,
+    NOT_COMPARED,
+    REGRESSION,
+    UNCHANGED,
+    ConfigReview,
+    UpgradeReport,
+)
 from pytest_trt.upgrade.pairing import VERIFY_STAGE
+from pytest_trt.upgrade.pin import amax
 
 _CSS = """
-body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1200px}
+body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:min(96vw,1800px)}
 h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}h3{font-size:1em}
 table{border-collapse:collapse;margin:.4em 0;font-size:.85em}
 td,th{border:1px solid #ddd;padding:2px 6px;text-align:left}
 th{background:#f3f3f3}.v{font-weight:bold;padding:2px 8px;border-radius:4px;white-space:nowrap}
 .regression{background:#f8d0d0}.could-not-compare{background:#f8e3c0}.changed{background:#fff3b0}
 .unchanged{background:#d5f0d5}.breach{color:#b00;font-weight:bold}
-svg.pic{display:block;max-width:100%;height:auto;margin:.3em 0}
+svg.pic{display:block;width:100%;height:auto;margin:.3em 0}
+pre.cmd{background:#f6f6f6;padding:.4em;white-space:pre-wrap}
 details{margin:.5em 0}summary{cursor:pointer;color:#555}code{font-size:.9em}
 """
 
@@ -112,6 +121,10 @@ def _structure(r: ConfigReview, tactics: bool, pics: _Pictures) -> str:
     if d.precision_changes:
         parts.append("<h3>precision changes per node</h3>" + _table(
             ["ONNX node", "old", "new"], [[escape(n), _fmt(a), _fmt(b)] for n, a, b in d.precision_changes[:60]]))
+    if d.replaced_nodes:
+        parts.append("<h3>replaced nodes (same output tensor)</h3>" + _table(
+            ["old node", "new node", "old precision", "new precision"],
+            [[escape(a), escape(b), _fmt(pa), _fmt(pb)] for a, b, pa, pb in d.replaced_nodes[:60]]))
     parts.append(_list("layers added", list(d.layers_added)))
     parts.append(_list("layers removed", list(d.layers_removed)))
     if tactics:
@@ -133,11 +146,13 @@ def _outputs(r: ConfigReview, pics: _Pictures) -> str:
     rows = []
     for m in r.metrics:
         cls = ' class="breach"' if m.breached else ""
-        bound = "" if m.threshold is None else f"{'&le;' if m.bound == 'max' else '&ge;'} {_fmt(m.threshold)}"
-        rows.append([escape(m.test.rsplit("::", 1)[-1]), escape(m.output), escape(m.tag or ""), escape(m.metric),
-                     _fmt(m.old), f"<span{cls}>{_fmt(m.new)}</span>", bound])
-    parts = ["<h3>outputs (golden metrics, old vs new)</h3>",
-             _table(["test", "output", "tag", "metric", "old", "new", "threshold"], rows)]
+        bound = "" if m.threshold is None else f"{units.within_op(m.metric, m.bound)} {escape(m.text('threshold'))}"
+        rel = " vs golden" if m.metric in RELATIVE else ""
+        rows.append([escape(m.test.rsplit("::", 1)[-1]), escape(m.output), escape(m.tag or ""),
+                     escape(m.metric + rel), escape(m.text("old")), f"<span{cls}>{escape(m.text('new'))}</span>",
+                     escape(m.text("golden")) if m.golden is not None else "", bound])
+    parts = ["<h3>outputs (golden metrics: OLD, NEW and the golden's own figure)</h3>",
+             _table(["test", "output", "tag", "metric", "old", "new", "golden", "threshold"], rows)]
     for test, outputs in r.outputs_new.items():
         for name, summary in sorted(outputs.items()):
             old = r.outputs_old.get(test, {}).get(name)
@@ -151,26 +166,82 @@ def _outputs(r: ConfigReview, pics: _Pictures) -> str:
     return "".join(parts)
 
 
+#: metrics of NEW's outputs against the golden's (not absolute figures of one run)
+RELATIVE = ("l2_delta", "max_abs", "max_rel", "cosine", "top1_agreement", "agreement")
+
+
 def _localization(r: ConfigReview) -> str:
     loc = r.localization
     if not loc:
         return ""
     if not loc.get("node"):
-        return f"<h3>where it went wrong</h3><p>{escape(str(loc.get('note', 'no diverging node found')))}</p>"
+        why = loc.get("reason") or loc.get("note") or "no diverging node found"
+        return f"<h3>where it went wrong</h3><p>not localized (could not bisect): {escape(str(why))}</p>"
     rows = [[escape(str(s["node"])), _fmt(s["error"])] for s in loc.get("path", [])]
+    replaced = (f" It replaces OLD's <code>{escape(str(loc['replaces']))}</code> (same output tensor)."
+                if loc.get("replaces") else "")
+    qdq = f" {escape(str(loc['qdq']))}." if loc.get("qdq") else ""
     return (f"<h3>where it went wrong</h3><p>first diverging ONNX node: <code>{escape(loc['node'])}</code> "
             f"(fusion group: <code>{escape(' + '.join(loc.get('group') or []))}</code>), "
-            f"{escape(str(loc.get('compared')))}, {loc.get('steps')} bisection steps. "
+            f"{escape(str(loc.get('compared')))}, {loc.get('steps')} bisection steps.{replaced}{qdq} "
             f"{escape(str(loc.get('note') or ''))}</p>" + _table(["node on the path", "error"], rows))
 
 
-def _config(r: ConfigReview, tactics: bool, pics: _Pictures) -> str:
+def _pin(r: ConfigReview) -> str:
+    """What changed in the pin: first in a config's section, before its structure."""
+    p = r.pin
+    if p is None:
+        return ""
+    if not p.changed:
+        return (f"<h3>what changed in the pin</h3><p>nothing: config hash <code>{escape(str(p.config_hash[0]))}"
+                "</code></p>")
+    parts = ["<h3>what changed in the pin</h3>",
+             f"<p>config hash <code>{escape(str(p.config_hash[0]))}</code> &rarr; "
+             f"<code>{escape(str(p.config_hash[1]))}</code></p>"]
+    if p.fields:
+        parts.append(_table(["BuildConfig field", "old", "new"],
+                            [[escape(k), _fmt(a), _fmt(b)] for k, a, b in p.fields]))
+    if p.ranges or p.ranges_added or p.ranges_removed:
+        total = len(p.ranges) + p.ranges_unchanged + len(p.ranges_added) + len(p.ranges_removed)
+        parts.append(f"<p>{len(p.ranges)} of {total} INT8 ranges moved (largest move of amax first); "
+                     f"{p.ranges_unchanged} unchanged</p>" + _table(
+                         ["tensor", "old range", "new range", "old amax", "new amax", "new / old"],
+                         [[escape(c.tensor), f"[{c.old[0]:.4g}, {c.old[1]:.4g}]", f"[{c.new[0]:.4g}, {c.new[1]:.4g}]",
+                           _fmt(amax(c.old)), _fmt(amax(c.new)), f"&times;{c.ratio:.3g}"] for c in p.ranges[:40]]))
+        parts.append(_list("ranges added", list(p.ranges_added)))
+        parts.append(_list("ranges removed", list(p.ranges_removed)))
+    return "".join(parts)
+
+
+def _quant_errors(r: ConfigReview) -> str:
+    qe = r.quant_errors
+    if not qe:
+        return ""
+    if not qe.get("computed"):
+        return f"<h3>quantization errors</h3><p>not computed: {escape(str(qe.get('reason')))}</p>"
+    rows = [[escape(t["tensor"]), escape(t["kind"]), _fmt(t["old_db"]), _fmt(t["new_db"]), f"{t['clipped']:.2%}"]
+            for t in qe["tensors"]]
+    nodes = "".join(f"<li><code>{escape(n['node'])}</code> {_fmt(n['sqnr_db'])} dB</li>" for n in qe["nodes"])
+    return (f"<h3>quantization errors ({qe['samples']} golden samples, own SQNR, worst first)</h3>"
+            + _table(["tensor", "kind", "OLD dB", "NEW dB", "clipped (NEW)"], rows)
+            + f"<p>nodes to leave in float first:</p><ul>{nodes}</ul>"
+            + f"<pre class=\"cmd\">{escape(qe['search'])}</pre>")
+
+
+def _approve(r: ConfigReview, report: UpgradeReport, html_name: str) -> str:
+    if r.approve is None or (r.verdict == CHANGED_UNCHECKED and not report.allow_unchecked):
+        return ""
+    cmd = f"{r.approve} --trt-approve-report {html_name}"
+    return f"<h3>approve</h3><p>after review, approve NEW's outputs with:</p><pre class=\"cmd\">{escape(cmd)}</pre>"
+
+
+def _config(r: ConfigReview, tactics: bool, pics: _Pictures, report: UpgradeReport, html_name: str) -> str:
     head = (f'<h2 id="{escape(r.name)}">{escape(r.title)} <span class="v {_cls(r.verdict)}">'
             f"{escape(r.verdict)}</span></h2>")
     reasons = "".join(f"<li>{escape(x)}</li>" for x in r.reasons)
     parts = [head, f"<ul>{reasons}</ul>" if reasons else ""]
     if r.old is not None and r.new is not None and r.old.bundle is not None and r.new.bundle is not None:
-        parts += [_structure(r, tactics, pics), _outputs(r, pics), _localization(r)]
+        parts += [_pin(r), _structure(r, tactics, pics), _outputs(r, pics), _localization(r), _quant_errors(r)]
         if r.environment:
             main = [e for e in r.environment if not e[0].startswith("package ")]
             packages = [e for e in r.environment if e[0].startswith("package ")]
@@ -184,10 +255,14 @@ def _config(r: ConfigReview, tactics: bool, pics: _Pictures) -> str:
             parts.append(f"<details><summary>noise: {len(r.noise)} value(s) that differ on every run</summary>"
                          + _table(["what", "old", "new"], [[escape(k), _fmt(a), _fmt(b)] for k, a, b in r.noise])
                          + "</details>")
+        parts.append(_approve(r, report, html_name))
+    elif r.environment:
+        parts.append("<h3>environment</h3>" + _table(["what", "old", "new"], [
+            [escape(k), _fmt(a), _fmt(b)] for k, a, b in r.environment]))
     return "".join(parts)
 
 
-def render_html(report: UpgradeReport, *, tactics: bool = False) -> str:
+def render_html(report: UpgradeReport, *, tactics: bool = False, html_name: str = "upgrade-report.html") -> str:
     pics = _Pictures()
     counts = ", ".join(f"{n} {v}" for v, n in report.counts.items() if n)
     rows = [[f'<a href="#{escape(r.name)}">{escape(r.title)}</a>', f'<span class="v {_cls(r.verdict)}">'
@@ -201,7 +276,7 @@ def render_html(report: UpgradeReport, *, tactics: bool = False) -> str:
         _table(["config", "verdict", "first reason"], rows),
         ("<h2>unpaired bundles</h2>" + _table(["config", "version", "where", "file (in OLD / NEW)"], unpaired))
         if unpaired else "",
-        *(_config(r, tactics, pics) for r in report.reviews),
+        *(_config(r, tactics, pics, report, html_name) for r in report.reviews),
     ]
     return pics.fill("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>pytest-trt upgrade "
                      f"review</title><style>{_CSS}</style></head><body>{''.join(body)}</body></html>\n")

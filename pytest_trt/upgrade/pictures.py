@@ -17,11 +17,16 @@ from html import escape
 from typing import Any
 
 from pytest_trt.buildlog.record import BuildRecord
+from pytest_trt.upgrade import units
 
 OLD_COLOR, NEW_COLOR = "#4c72b0", "#dd8452"
 SAME_COLOR, CHANGED_COLOR = "#bbbbbb", "#e07b39"
 _STAT_TITLES = {"max_confidence": "max softmax confidence", "entropy": "entropy", "top2_margin": "top-2 margin"}
 MAX_TIMELINE_NODES = 80
+#: the heat map labels every class up to this many classes (about ten labels beyond)
+LABEL_EVERY_CLASS = 20
+#: the timeline's text size: at 80 nodes it is about 1200 units wide, so a wide page barely enlarges it
+_TIMELINE_FONT = 11.5
 #: unchanged nodes shown either side of a changed one in the timeline
 CONTEXT = 3
 #: diverging blue-white-red scale (ColorBrewer RdBu reversed), negative to positive
@@ -39,10 +44,16 @@ def _tick(v: float) -> str:
     return f"{v:.3g}"
 
 
+#: the most a picture is enlarged on a wide page (its CSS max-width is this times its viewBox width)
+MAX_ZOOM = 2.0
+
+
 def _svg(width: float, height: float, body: list[str]) -> str:
+    """Sized by its viewBox only: CSS gives it the page's width, up to MAX_ZOOM times its own, so the text grows
+    with the page (a 1400 px window renders a 700-unit-wide picture at twice its size)."""
     w, h = _n(width), _n(height)
-    return (f'<svg class="pic" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" '
-            f'font-size="9" fill="#222">' + "".join(body) + "</svg>")
+    return (f'<svg class="pic" viewBox="0 0 {w} {h}" style="max-width:{_n(width * MAX_ZOOM)}px" '
+            f'font-family="sans-serif" font-size="9" fill="#222">' + "".join(body) + "</svg>")
 
 
 def _text(x: float, y: float, s: str, *, size: float = 9, anchor: str = "start", extra: str = "") -> str:
@@ -144,7 +155,7 @@ def tag_bars(rows: Sequence[Any]) -> str | None:
         cx = x_first + slot * (i + 0.5)
         for dx, value, color in ((-0.4, r.old, OLD_COLOR), (0.0, r.new, NEW_COLOR)):
             v = max(0.0, min(float(value or 0.0), 1.05))
-            tip = f'{label} {"old" if color == OLD_COLOR else "new"}: {_tick(float(value or 0.0))}'
+            tip = f'{label} {"old" if color == OLD_COLOR else "new"}: {units.text(r.metric, value)}'
             body.append(_rect(cx + dx * slot, sy(v), 0.4 * slot, top + ph - sy(v), color, tip=tip))
         body.append(f'<line x1="{_n(cx)}" y1="{_n(top + ph)}" x2="{_n(cx)}" y2="{_n(top + ph + 3)}" stroke="#444"/>')
         body.append(_text(cx, top + ph + 11, label[:48], size=8, anchor="end",
@@ -185,7 +196,7 @@ def confusion_change(output: str, old: Mapping[str, Any] | None, new: Mapping[st
     if not delta:
         return None
     lim = max(max(abs(v) for v in delta.values()), 1)
-    size, top, left = 180.0, 22.0, 40.0
+    size, top, left = 240.0, 22.0, 40.0
     cell = size / classes
     body = [_text(left + size / 2 + 20, top - 8, f"{output}: confusion change (new - old)", size=10,
                   anchor="middle"),
@@ -194,11 +205,11 @@ def confusion_change(output: str, old: Mapping[str, Any] | None, new: Mapping[st
         body.append(_rect(left + b * cell, top + a * cell, cell, cell, diverging(v / lim),
                           ' shape-rendering="crispEdges"', tip=f"label {a}, predicted {b}: {v:+d}"))
     body.append(f'<rect x="{_n(left)}" y="{_n(top)}" width="{_n(size)}" height="{_n(size)}" {_FRAME}/>')
-    step = max(1, classes // 5)
+    step = 1 if classes <= LABEL_EVERY_CLASS else -(-classes // 10)
     for i in range(0, classes, step):
         c = (i + 0.5) * cell
-        body.append(_text(left + c, top + size + 10, str(i), size=7, anchor="middle"))
-        body.append(_text(left - 3, top + c + 2.5, str(i), size=7, anchor="end"))
+        body.append(_text(left + c, top + size + 11, str(i), size=8, anchor="middle"))
+        body.append(_text(left - 3, top + c + 3, str(i), size=8, anchor="end"))
     body.append(_text(left + size / 2, top + size + 22, "predicted", size=8, anchor="middle"))
     body.append(_text(12, top + size / 2, "label", size=8, anchor="middle",
                       extra=f' transform="rotate(-90 12 {_n(top + size / 2)})"'))
@@ -209,7 +220,7 @@ def confusion_change(output: str, old: Mapping[str, Any] | None, new: Mapping[st
                           ' shape-rendering="crispEdges"'))
     body.append(f'<rect x="{_n(bx)}" y="{_n(top)}" width="{_n(bw)}" height="{_n(size)}" {_FRAME}/>')
     for v, y in ((lim, top), (0, top + size / 2), (-lim, top + size)):
-        body.append(_text(bx + bw + 3, y + 3, f"{v:d}", size=7))
+        body.append(_text(bx + bw + 3, y + 3, f"{v:d}", size=8))
     return _svg(bx + bw + 30, top + size + 28, body)
 
 
@@ -242,12 +253,14 @@ def timeline(old: BuildRecord, new: BuildRecord) -> str | None:
     pos = {n: i for i, n in enumerate(order)}
     col, row_h, top, left = 14.0, 22.0, 20.0, 40.0
     labels = [n[:40] for n in order]
-    label_h = 8 + 4.4 * max((len(s) for s in labels), default=1)
+    f = _TIMELINE_FONT
+    label_h = 8 + 0.55 * f * max((len(s) for s in labels), default=1)
+    col = max(col, f + 3)
     width = max(left + col * len(order) + 10, 360.0)
-    body = [_text(4, top - 8, "engine layers over ONNX nodes (orange: merged or split)", size=10)]
+    body = [_text(4, top - 8, "engine layers over ONNX nodes (orange: merged or split)", size=f + 1)]
     for row, (name, groups, mine, other) in enumerate((("OLD", go, so, sn), ("NEW", gn, sn, so))):
         y = top + row * (row_h + 6)
-        body.append(_text(left - 6, y + row_h / 2 + 3, name, anchor="end"))
+        body.append(_text(left - 6, y + row_h / 2 + 3, name, size=f, anchor="end"))
         for g in groups:
             idx = sorted(pos[n] for n in g if n in pos)
             if not idx:
@@ -260,7 +273,7 @@ def timeline(old: BuildRecord, new: BuildRecord) -> str | None:
     for i, label in enumerate(labels):
         x = left + col * (i + 0.5)
         body.append(f'<line x1="{_n(x)}" y1="{_n(axis)}" x2="{_n(x)}" y2="{_n(axis + 3)}" stroke="#444"/>')
-        body.append(_text(x + 3, axis + 6, label, size=8, anchor="end",
+        body.append(_text(x + 3, axis + 6, label, size=f, anchor="end",
                           extra=f' transform="rotate(-90 {_n(x + 3)} {_n(axis + 6)})"'))
     return _svg(width, axis + label_h, body)
 

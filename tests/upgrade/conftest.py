@@ -83,3 +83,42 @@ def ort_planted(ort_runs: tuple[Path, Path, Path], tmp_path_factory: pytest.Temp
 def copy_run(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns(".*"))
     return dst
+
+
+def _digits_run(out: Path, bundles: str, *args: str, calibration: str = "entropy") -> Path:
+    """One real pytest run of examples/calibration on ONNX Runtime (``calibration``: the deployed algorithm)."""
+    env = {**os.environ, "DIGITS_CALIBRATION": calibration}
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--trt-backend=onnxruntime",
+           "--trt-engine-build", f"--trt-cache-dir={out / 'cache'}", f"--trt-golden-dir={out / 'golden'}",
+           f"--trt-bundle-dir={out / bundles}", *args, "examples/calibration"]
+    run = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    if run.returncode not in (0, 1):
+        raise AssertionError(f"{' '.join(cmd)} exited {run.returncode}:\n{run.stdout[-3000:]}\n{run.stderr[-2000:]}")
+    return out / bundles
+
+
+@pytest.fixture(scope="session")
+def digits_incident(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The calibration incident as bundle folders: ``old`` (entropy, approved then checked), ``new`` (min-max,
+    both tests failing), ``unchecked`` (min-max, only the test that fails before any golden check), and the
+    ``golden`` and ``cache`` folders of the runs."""
+    if not HAS_ORT:
+        pytest.skip("onnxruntime is not installed")
+    out = tmp_path_factory.mktemp("digits")
+    _digits_run(out, "old", "--trt-update-golden", "--trt-approve=CR-1")
+    old = _digits_run(out, "old")
+    new = _digits_run(out, "new", calibration="minmax")
+    unchecked = _digits_run(out, "unchecked", "-k", "calibration_is", calibration="minmax")
+    return {"old": old, "new": new, "unchecked": unchecked, "golden": out / "golden", "cache": out / "cache"}
+
+
+def bundle_doc(folder: Path, member: str) -> dict:
+    """One JSON member of the one bundle in ``folder``, read with tarfile (not the code under test)."""
+    import json
+    import tarfile
+
+    (path,) = folder.glob("*.tar.gz")
+    with tarfile.open(path) as tar:
+        f = tar.extractfile(member)
+        assert f is not None
+        return dict(json.loads(f.read()))

@@ -80,8 +80,8 @@ def check_html(path: Path) -> list[ET.Element]:
 
 def shapes(svg: ET.Element) -> dict[str, int]:
     """A drawable picture: positive size, a title (the alt text), and how many of each shape it draws."""
-    assert svg.tag == "svg" and float(svg.get("width", 0)) > 0 and float(svg.get("height", 0)) > 0
-    assert svg.get("viewBox") == f"0 0 {svg.get('width')} {svg.get('height')}"
+    x, y, w, h = (float(v) for v in svg.get("viewBox", "").split())
+    assert svg.tag == "svg" and x == y == 0 and w > 0 and h > 0
     assert svg.get("aria-label") and svg[0].tag == "title" and svg[0].text == svg.get("aria-label")
     counts: dict[str, int] = {}
     for e in svg.iter():
@@ -106,8 +106,18 @@ def test_rtx14_fixture_vs_installed_rtx_lists_real_layer_changes_and_build_failu
     assert {x.split(" <- ")[0] for x in mnv2["layers_added"]} == added
     assert mnv2["layer_count"] == [20, 19]
     assert by["mobilenet_v2"]["verdict"] == "changed (outputs not checked)"
-    env = {e["key"]: (e["old"], e["new"]) for e in by["mobilenet_v2"]["environment"]}
-    assert env["backend"][0] == "tensorrt-rtx 1.4.0.76" and env["backend"][1].startswith("tensorrt-rtx 1.")
+    env = [(e["key"], e["old"], e["new"]) for e in by["mobilenet_v2"]["environment"]]
+    # the toolchain change is the first environment line, for every config, the could-not-compare one included
+    for config in by.values():
+        first = config["environment"][0]
+        assert (first["key"], first["old"]) == ("toolchain", "tensorrt-rtx 1.4.0.76")
+        assert first["new"].startswith("tensorrt-rtx 1.") and first["new"] != first["old"]
+        assert config["toolchain"] == {"old": first["old"], "new": first["new"], "changed": True}
+    assert not any(k == "backend.version" for k, _, _ in env)  # folded into the toolchain line
+    terminal = cli("upgrade-report", RTX14_FIXTURE, rtx_new, "--no-html").stdout.splitlines()
+    for i, line in enumerate(terminal):
+        if re.match(r"^[A-Z]", line) and " v1.0.0" in line and not line.startswith("ONLY"):
+            assert terminal[i + 1] == f"    toolchain: tensorrt-rtx 1.4.0.76 -> {first['new']}", terminal
     images = check_html(tmp_path / "r.html")
     assert images, "the layer timeline of mobilenet_v2 is drawn"
     for svg in images:  # one box per engine layer, each titled with the ONNX nodes it implements
@@ -190,7 +200,7 @@ def test_planted_regression_reports_metrics_and_pictures(ort_runs: tuple[Path, P
     bars = by_alt["mobilenet_v2_labelled_ort v1.0.0 per-tag bars"]
     tagged = [m for m in reg["metrics"] if m["tag"] and m["metric"] in ("accuracy", "agreement")]
     tips = sorted(t.text or "" for r in bars.iter("rect") for t in r.iter("title"))
-    assert len(tips) == 2 * len(tagged) and any(t.endswith(f" new: {tagged[0]['new']:.3g}") for t in tips)
+    assert len(tips) == 2 * len(tagged) and any(t.endswith(f" new: {tagged[0]['text']['new']}") for t in tips)
     cells = [t.text or "" for r in by_alt["logits confusion change"].iter("rect") for t in r.iter("title")]
     assert cells and all(re.fullmatch(r"label \d+, predicted \d+: [+-]\d+", c) for c in cells)
     assert "identical in both runs" not in (tmp_path / "reg.html").read_text()
@@ -225,3 +235,24 @@ def test_pictures_are_drawn_without_a_plotting_library() -> None:
         "print(p.diverging(-1.0), p.diverging(0.0), p.diverging(1.0), 'matplotlib' in sys.modules)\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert run.stdout.split() == ["#053061", "#f7f7f7", "#67001f", "False"], run.stdout + run.stderr
+
+
+def test_pictures_readable_on_a_wide_page(digits_incident: dict[str, Path], tmp_path: Path) -> None:
+    """In a 1400 px window (body margins 24 px each side), the smallest text of every picture renders at 12 px or
+    more: a picture is as wide as the page up to its CSS max-width, so its scale is that width over its viewBox's."""
+    html = tmp_path / "r.html"
+    cli("upgrade-report", digits_incident["old"], digits_incident["new"], "-o", html)
+    text = html.read_text()
+    assert "svg.pic{display:block;width:100%;height:auto" in text
+    pictures = check_html(html)
+    assert {p.get("aria-label") for p in pictures} >= {"logits histograms", "logits confusion change"}
+    for svg in pictures:
+        assert svg.get("width") is None and svg.get("height") is None
+        width = float(svg.get("viewBox", "").split()[2])
+        cap = re.search(r"max-width:([\d.]+)px", svg.get("style") or "")
+        scale = min(1400 - 2 * 24, float(cap.group(1)) if cap else 1e9) / width
+        sizes = [float(e.get("font-size")) for e in svg.iter() if e.get("font-size")]
+        assert min(sizes) * scale >= 12, (svg.get("aria-label"), min(sizes), scale)
+    heat = next(p for p in pictures if p.get("aria-label") == "logits confusion change")
+    labels = {t.text for t in heat.iter("text")}
+    assert {str(i) for i in range(10)} <= labels  # every class of the ten labelled

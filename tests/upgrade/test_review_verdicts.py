@@ -96,10 +96,12 @@ def test_a_breach_in_one_tag_only_is_a_regression(tmp_path: Path, built: Any, re
     config = _config(doc)
     assert code == 1 and config["verdict"] == "regression", config
     breached = [(m["tag"], m["metric"], m["new"]) for m in config["metrics"] if m["breached"]]
-    assert breached == [("edge", "top1_drop", pytest.approx(float(F(1) - F(1, 8))))]
+    # figures in the check's unit: a drop of 7/8 is -87.5 %, its threshold 0.2 is -20.0 % (docs/upgrade.md)
+    assert breached == [("edge", "top1_drop", pytest.approx(-100 * float(F(1) - F(1, 8))))]
     overall = {(m["tag"], m["metric"]): m for m in config["metrics"]}[(None, "top1_drop")]
-    assert overall["new"] == pytest.approx(float(F(7, 64))) and not overall["breached"]
-    assert config["reasons"] == [f"logits[tag=edge]: top1_drop 0.875 > threshold 0.2 ({TEST})"]
+    assert overall["new"] == pytest.approx(-100 * float(F(7, 64))) and not overall["breached"]
+    assert overall["unit"] == "%" and overall["raw"]["new"] == pytest.approx(float(F(7, 64)))
+    assert config["reasons"] == [f"logits[tag=edge]: top1_drop -87.5% < threshold -20.0% ({TEST})"]
 
 
 def test_a_tag_within_its_threshold_is_no_regression(tmp_path: Path, built: Any, record: Any,
@@ -125,7 +127,7 @@ def test_the_sign_of_an_overall_top1_change(tmp_path: Path, built: Any, record: 
     config = _config(doc)
     row = {(m["tag"], m["metric"]): m for m in config["metrics"]}[(None, "top1_drop")]
     drop = golden_accuracy - new_accuracy  # docs/goldens.md: the accuracy drop, positive when NEW is worse
-    assert row["new"] == pytest.approx(float(drop)) and row["old"] == 0.0
+    assert row["new"] == pytest.approx(-100 * float(drop)) and row["old"] == 0.0  # in %, a drop negative
     assert row["breached"] is (drop > F(5, 100))
     assert config["verdict"] == verdict and code == (1 if verdict == "regression" else 0)
 
@@ -154,10 +156,14 @@ def test_an_environment_only_change_is_one_difference_and_not_unchanged(tmp_path
     assert config["verdict"] == "changed within thresholds" and code == 0
     assert re.fullmatch(r"0 of \d+ golden metrics moved, none past its threshold; 1 environment difference\(s\)",
                         config["reasons"][0]), config["reasons"]
-    # without golden figures the same change is "changed (outputs not checked)", never "unchanged"
+    # without golden figures the same change is "changed (outputs not checked)", never "unchanged"; outputs
+    # nobody checked fail the review (exit 1) unless --allow-unchecked
     old2, new2 = _runs(tmp_path / "plain", built, record, (None, environment), (None, threads))
     code2, doc2 = report_json(old2, new2, tmp_path / "r2.html")
-    assert _config(doc2)["verdict"] == "changed (outputs not checked)" and code2 == 0
+    assert _config(doc2)["verdict"] == "changed (outputs not checked)" and code2 == 1
+    assert "outputs not checked: no test of this config ran a golden check" in _config(doc2)["reasons"]
+    allowed = cli("upgrade-report", old2, new2, "--no-html", "--allow-unchecked")
+    assert allowed.returncode == 0, allowed.stdout
 
 
 def test_an_approval_run_against_its_check_run_is_unchanged(ort_runs: tuple[Path, Path, Path],
@@ -169,7 +175,9 @@ def test_an_approval_run_against_its_check_run_is_unchanged(ort_runs: tuple[Path
     code, doc = report_json(approve, old, tmp_path / "r.html")
     assert code == 0 and {c["verdict"] for c in doc["configs"]} == {"unchanged"}, doc["configs"]
     for config in doc["configs"]:
-        assert all(m["old"] is None for m in config["metrics"])
+        # OLD's figures are absent, except the distribution means, which show the golden's own as OLD's
+        assert all(m["old"] is None for m in config["metrics"] if not m["metric"].startswith("mean "))
+        assert all(m["old"] == m["golden"] for m in config["metrics"] if m["metric"].startswith("mean "))
         assert not any("moved" in r for r in config["reasons"]), config["reasons"]
 
 
