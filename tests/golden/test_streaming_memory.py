@@ -9,6 +9,7 @@ by less than 2 MiB for 10x the samples (per-sample arrays and whole labels/tags 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -21,6 +22,7 @@ from pytest_trt.compare import distribution
 from pytest_trt.compare.accumulate import OutputAccumulator
 from pytest_trt.compare.output_summary import summarize_output
 from pytest_trt.compare.thresholds import Thresholds
+from pytest_trt.golden import array_digests
 
 CLASSES = 12
 TAGS = ("", "edge", "edge,night", "night", "rare")
@@ -66,6 +68,7 @@ def test_streamed_figures_equal_whole_array_figures(tmp_path: Path, n: int, batc
         idx = np.array([i for i, text in enumerate(tags) if t.tag in text.split(",")])
         assert (t.count, t.agreement, t.accuracy) == (idx.size, float(np.mean(o[idx] == g[idx])),
                                                       float(np.mean(o[idx] == labels[idx])))
+        assert t.golden_accuracy == float(np.mean(g[idx] == labels[idx]))
         assert baseline["tag_accuracy"][t.tag] == t.accuracy
     assert [t.tag for t in m.tags] == ["edge", "night", "rare"]
     assert baseline["accuracy"] == m.accuracy
@@ -89,6 +92,15 @@ def test_streamed_figures_equal_whole_array_figures(tmp_path: Path, n: int, batc
         pairs[(a, b)] = pairs.get((a, b), 0) + 1
     assert summary["confusion"] == [[a, b, c] for (a, b), c in sorted(pairs.items())]
     assert summary["classes"] == CLASSES
+
+
+def test_tags_digest_read_in_slabs_equals_the_whole_lists(tmp_path: Path) -> None:
+    tags = [TAGS[i % len(TAGS)] + ("é" if i % 11 == 0 else "") for i in range(1000)]
+    want = hashlib.sha256(b"text\0" + json.dumps(tags).encode()).hexdigest()  # the stored digest's definition
+    with h5py.File(tmp_path / "t.h5", "w") as f:
+        f.create_dataset("tags", data=np.array(tags, dtype=object), dtype=h5py.string_dtype())
+        assert array_digests.text_digest_rows(f["tags"], slab=64) == want
+        assert array_digests.text_digest_rows(f["tags"][:0], slab=64) == hashlib.sha256(b"text\0[]").hexdigest()
 
 
 PROJECT_TEST = '''
