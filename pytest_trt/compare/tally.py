@@ -26,45 +26,80 @@ from pytest_trt.compare import distribution, metrics
 MAX_CONFUSION_CLASSES = 100
 
 
-@dataclass
+#: values a statistic collects before its moments and histogram take them in (bounded: 512 KiB per statistic):
+#: per 256-sample batch, the histogram's edges and the moment merge cost more than the values themselves
+PENDING = 1 << 16
+
+
 class StreamingStat:
     """One per-sample statistic: count, compensated sum, sum of squared deviations, histogram, first values."""
 
-    top: float  # the histogram's upper end (see :func:`distribution.histogram_top`)
-    n: int = 0
-    _sum: float = 0.0
-    _carry: float = 0.0  # Neumaier compensation of _sum
-    _mean: float = 0.0  # running mean for the M2 merge
-    m2: float = 0.0
-    counts: np.ndarray = field(default_factory=lambda: np.zeros(distribution.HISTOGRAM_BINS, np.int64))
-    _head: list[np.ndarray] = field(default_factory=list)
-    _kept: int = 0
+    def __init__(self, top: float) -> None:
+        self.top = top  # the histogram's upper end (see :func:`distribution.histogram_top`)
+        self._n = 0
+        self._sum = 0.0
+        self._carry = 0.0  # Neumaier compensation of _sum
+        self._mean = 0.0  # running mean for the M2 merge
+        self._m2 = 0.0
+        self._counts = np.zeros(distribution.HISTOGRAM_BINS, np.int64)
+        self._head: list[np.ndarray] = []
+        self._kept = 0
+        self._pending = np.empty(PENDING, np.float64)
+        self._fill = 0
 
     def add(self, values: np.ndarray) -> None:
         v = np.asarray(values, dtype=np.float64).reshape(-1)
-        nb = int(v.size)
-        if not nb:
-            return
-        total = float(v.sum())
-        mb = total / nb
-        m2b = float(np.square(v - mb).sum())
-        n = self.n + nb
-        d = mb - self._mean
-        self._mean += d * nb / n
-        self.m2 += m2b + d * d * self.n * nb / n
-        s = self._sum + total
-        self._carry += (self._sum - s) + total if abs(self._sum) >= abs(total) else (total - s) + self._sum
-        self._sum = s
-        self.n = n
-        self.counts += distribution.histogram(v, self.top)
-        if self._kept < distribution.BOOTSTRAP_MAX:
+        if self._kept < distribution.BOOTSTRAP_MAX and v.size:
             take = v[: distribution.BOOTSTRAP_MAX - self._kept].copy()
             self._head.append(take)
             self._kept += int(take.size)
+        while v.size:
+            k = min(v.size, PENDING - self._fill)
+            self._pending[self._fill : self._fill + k] = v[:k]
+            self._fill += k
+            v = v[k:]
+            if self._fill == PENDING:
+                self._flush()
+
+    def _flush(self) -> None:
+        """Merge the pending values into the moments (Chan et al.) and the histogram."""
+        nb = self._fill
+        if not nb:
+            return
+        v = self._pending[:nb]
+        self._fill = 0
+        total = float(v.sum())
+        mb = total / nb
+        m2b = float(np.square(v - mb).sum())
+        n = self._n + nb
+        d = mb - self._mean
+        self._mean += d * nb / n
+        self._m2 += m2b + d * d * self._n * nb / n
+        s = self._sum + total
+        self._carry += (self._sum - s) + total if abs(self._sum) >= abs(total) else (total - s) + self._sum
+        self._sum = s
+        self._n = n
+        self._counts += distribution.histogram(v, self.top)
+
+    @property
+    def n(self) -> int:
+        return self._n + self._fill
+
+    @property
+    def m2(self) -> float:
+        self._flush()
+        return self._m2
+
+    @property
+    def counts(self) -> np.ndarray:
+        """Counts in :data:`~pytest_trt.compare.distribution.HISTOGRAM_BINS` bins over ``[0, top]``."""
+        self._flush()
+        return self._counts
 
     @property
     def mean(self) -> float:
-        return (self._sum + self._carry) / self.n if self.n else 0.0
+        self._flush()
+        return (self._sum + self._carry) / self._n if self._n else 0.0
 
     def head(self) -> np.ndarray:
         """The first :data:`~pytest_trt.compare.distribution.BOOTSTRAP_MAX` values."""
@@ -72,11 +107,12 @@ class StreamingStat:
 
     def sd_of_mean(self) -> float:
         """What :func:`distribution.bootstrap_sds` gives for the whole run (bootstrap up to BOOTSTRAP_MAX)."""
-        if self.n < 2:
+        n = self.n
+        if n < 2:
             return 0.0
-        if self.n <= distribution.BOOTSTRAP_MAX:
+        if n <= distribution.BOOTSTRAP_MAX:
             return distribution.bootstrap_sd(self.head())
-        return math.sqrt(self.m2 / self.n) / math.sqrt(self.n)
+        return math.sqrt(self.m2 / n) / math.sqrt(n)
 
 
 @dataclass
