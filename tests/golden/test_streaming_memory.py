@@ -180,3 +180,15 @@ def test_check_memory_does_not_grow_with_samples(pytester: pytest.Pytester) -> N
         peaks[n] = result["peak"]
     growth = peaks[200_000] - peaks[20_000]
     assert growth < 2 << 20, f"check peak grew {growth / 2**20:.1f} MiB for 180,000 more samples ({peaks})"
+
+
+def test_file_block_digests_equal_hashlib_over_the_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_trt.golden import blocks
+
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", 1000)  # blocks of the file read into one reused buffer
+    data = np.random.default_rng(0).integers(0, 256, 3500, dtype=np.uint8).tobytes()
+    (tmp_path / "f.h5").write_bytes(data)
+    whole, logged = blocks.file_digests(tmp_path / "f.h5")
+    assert whole == hashlib.sha256(data).hexdigest()
+    assert logged == {"size": 3500, "block": 1000,
+                      "sha256": [hashlib.sha256(data[i : i + 1000]).hexdigest() for i in range(0, 3500, 1000)]}
