@@ -26,6 +26,20 @@ run as they do in a user's test.
    memory and once reading them from the golden file as the check does;
    rotating the order every round; medians, target <= 1.05.
 
+3. ``--sizes 0.1,1,4,16`` (GiB of (N, 1000) logits; the default runs 1 above, this replaces it): per size an
+   approved save and a check, each in a fresh pytest process.  Printed against the targets:
+
+   - the check's memory: the high-water mark of the process RSS above its RSS when ``check()`` starts
+     (``/proc/self/clear_refs`` resets ``VmHWM`` there), and its growth from the smallest to the largest size
+     (target < 8 MiB: memory independent of the number of samples);
+   - save time linear in the size: user and sys CPU of the save, largest over the next size down, against
+     the size ratio x 1.1 (4 GiB / 1 GiB <= 4.4);
+   - throughput against a floor in the same process, right after the check: the golden output read from the
+     HDF5 file in 32 MiB slabs with h5py, the engine's batches for each slab, ``d = (o - g)`` in float64 and
+     ``d @ d`` (numpy read + L2 as written plainly; one BLAS thread in both).  check / floor in GB per CPU
+     second and per wall second, target >= 0.5; and, for information, against the same floor with its
+     buffers reused from slab to slab (no fresh pages).
+
 Each ratio is printed next to its target.  The temporary folder is removed at
 exit (``BENCH_DIR`` chooses where it is made).
 """
@@ -122,6 +136,60 @@ def _write(result: dict[str, Any]) -> None:
     Path(_env("OUT")).write_text(json.dumps(result), encoding="utf-8")
 
 
+def _reset_hwm() -> bool:
+    """Reset the process's RSS high-water mark to its current RSS (Linux ``clear_refs`` 5); False where refused."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5", encoding="ascii")
+        return True
+    except OSError:
+        return False
+
+
+def _status_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def floor_l2(path: Path, engine: PoolEngine, samples: int, batch: int, *,
+             reuse: bool) -> tuple[float, float, float]:
+    """numpy read + L2: the golden output read in 32 MiB slabs with h5py, the engine's batches for each slab,
+    ``d = (o - g)`` in float64 and ``d @ d``; (wall s, CPU s, the L2 norm of the difference).
+
+    ``reuse=False`` is numpy as written plainly (``g = ds[a:b]``, ``(o - g).astype(np.float64)``: fresh arrays per
+    slab); ``reuse=True`` reads into and computes in buffers kept from slab to slab (no page faults after the first).
+    """
+    import h5py
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    total = 0.0
+    with h5py.File(path, "r") as f:
+        ds = f["snapshots/logits/outputs/out"]
+        row = int(np.prod(ds.shape[1:])) * ds.dtype.itemsize
+        slab = max(batch, (32 << 20) // row // batch * batch)
+        g_buf, o_buf = np.empty((slab, *ds.shape[1:]), ds.dtype), np.empty((slab, *ds.shape[1:]), ds.dtype)
+        d_buf = np.empty(g_buf.size, np.float64)
+        for start in range(0, samples, slab):
+            n = min(slab, samples - start)
+            runs = (engine.run({"idx": np.arange(start + b, start + min(b + batch, n))})["out"]
+                    for b in range(0, n, batch))
+            if not reuse:
+                g = ds[start : start + n]
+                d = (np.concatenate(list(runs)) - g).astype(np.float64).ravel()
+                total += float(d @ d)
+                continue
+            g, o = g_buf[:n], o_buf[:n]
+            ds.read_direct(g, source_sel=np.s_[start : start + n])
+            for b, out in zip(range(0, n, batch), runs, strict=True):
+                o[b : b + batch] = out
+            np.subtract(o, g, out=o)
+            d = d_buf[: o.size]
+            np.copyto(d, o.reshape(-1))
+            total += float(d @ d)
+    return time.perf_counter() - t0, time.process_time() - c0, float(np.sqrt(total))
+
+
 def _warm_imports() -> None:
     """Import what check() imports on first use, so a figure is throughput, not a one-time import.
 
@@ -149,17 +217,34 @@ def pool_round(trt_golden: Any) -> None:
     else:  # loose thresholds: the noise is there to make every metric work, not to fail
         kwargs = {"l2_delta": 1.0, "max_abs": 1.0, **({"drift_sd": 1e9} if classifier else {})}
     _warm_imports()
-    t0, c0 = time.perf_counter(), time.process_time()
-    result = trt_golden.check(engine, batch_size=batch, **kwargs)
+    reset = _reset_hwm()
+    rss0 = _status_kib("VmRSS")
+    t0, c0, r0 = time.perf_counter(), time.process_time(), resource.getrusage(resource.RUSAGE_SELF)
+    if os.environ.get("BENCH_PROFILE") and not update:  # where the check's time goes (not a figure)
+        import cProfile
+
+        with cProfile.Profile() as prof:
+            result = trt_golden.check(engine, batch_size=batch, **kwargs)
+        prof.dump_stats(os.environ["BENCH_PROFILE"])
+    else:
+        result = trt_golden.check(engine, batch_size=batch, **kwargs)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
     size = samples * row
-    out: dict[str, Any] = {"bytes": size, "seconds": seconds, "gb_per_s": size / seconds / 1e9, "cpu_s": cpu,
-                           "gb_per_cpu_s": size / cpu / 1e9, "peak_rss_mib": _peak_rss_mib()}
+    out: dict[str, Any] = {"bytes": size, "samples": samples, "seconds": seconds, "gb_per_s": size / seconds / 1e9,
+                           "cpu_s": cpu, "user_s": r1.ru_utime - r0.ru_utime, "sys_s": r1.ru_stime - r0.ru_stime,
+                           "gb_per_cpu_s": size / cpu / 1e9, "peak_rss_mib": _peak_rss_mib(),
+                           "hwm_above_start_mib": (_status_kib("VmHWM") - rss0) / 1024 if reset else None}
     if update:
         out["file_bytes"] = result.path.stat().st_size
     else:
         m = result.metrics["out"]
         out.update(top1_agreement=m.top1_agreement, l2_delta=m.elements.l2_delta, checked=m.elements.count * 4)
+        if os.environ.get("BENCH_FLOOR"):
+            wall, fcpu, l2 = floor_l2(result.path, engine, samples, batch, reuse=False)
+            rwall, rcpu, _ = floor_l2(result.path, engine, samples, batch, reuse=True)
+            out.update(floor_s=wall, floor_cpu_s=fcpu, floor_l2_norm=l2, tuned_floor_s=rwall, tuned_floor_cpu_s=rcpu,
+                       check_l2_norm=m.elements.l2_delta * m.elements.golden_norm)
     _write(out)
 
 
@@ -204,6 +289,51 @@ def bench_1gib(folder: Path, gib: float, rounds: int) -> None:
         print(f"  check peak RSS (max)     {rss:5.0f} MiB   target < 512    {'MET' if rss < 512 else 'NOT MET'}")
         print("  " + json.dumps({"save": saves, "check": checks}))
         shutil.rmtree(folder / "golden", ignore_errors=True)
+
+
+def bench_sizes(folder: Path, sizes: list[float]) -> None:
+    """Save and check of (N, 1000) logits at each size: check memory growth, save linearity, check vs floor."""
+    kind = "logits"
+    (folder / f"{kind}.onnx").write_bytes(b"benchmark stand-in")
+    rows = []
+    for gib in sizes:
+        # one BLAS thread: the floor's d @ d would otherwise count idle BLAS threads' spinning as CPU
+        env = {"BENCH_KIND": kind, "BENCH_GIB": str(gib), "BENCH_FLOOR": "1", "OPENBLAS_NUM_THREADS": "1",
+               "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        shutil.rmtree(folder / "golden", ignore_errors=True)
+        save = _pytest(folder, "test_bench_pool.py", POOL_TEST, UPDATE_ARGS, env)
+        check = _pytest(folder, "test_bench_pool.py", POOL_TEST, [], env)
+        shutil.rmtree(folder / "golden", ignore_errors=True)
+        rows.append((gib, save, check))
+        size = check["bytes"]
+        cpu_ratio = (size / check["cpu_s"]) / (size / check["floor_cpu_s"])
+        wall_ratio = (size / check["seconds"]) / (size / check["floor_s"])
+        hwm = check["hwm_above_start_mib"]
+        print(f"logits {gib:g} GiB ({check['samples']:,} samples; load {os.getloadavg()[0]:.1f}):"
+              f" save {save['seconds']:.1f} s (user {save['user_s']:.2f} + sys {save['sys_s']:.2f} s),"
+              f" check {check['seconds']:.1f} s / {check['cpu_s']:.1f} CPU-s,"
+              f" check RSS high-water above its start {'n/a' if hwm is None else f'{hwm:.1f} MiB'},"
+              f" process peak {check['peak_rss_mib']:.0f} MiB", flush=True)
+        print(f"  check vs floor (numpy: h5py 32 MiB slabs, (o - g).astype(float64), d @ d; same process, after the"
+              f" check): per CPU-s {size / check['cpu_s'] / 1e9:.2f} vs {size / check['floor_cpu_s'] / 1e9:.2f} GB/s ="
+              f" {cpu_ratio:.2f}, wall {wall_ratio:.2f}   target >= 0.5   {'MET' if cpu_ratio >= 0.5 else 'NOT MET'}"
+              f"   (|o - g| check {check['check_l2_norm']:.6g}, floor {check['floor_l2_norm']:.6g})", flush=True)
+        tuned = check["tuned_floor_cpu_s"]
+        print(f"  check vs tuned floor (buffers reused): per CPU-s {size / tuned / 1e9:.2f} GB/s ="
+              f" {tuned / check['cpu_s']:.2f}, wall {check['tuned_floor_s'] / check['seconds']:.2f}", flush=True)
+    hwms = [c["hwm_above_start_mib"] for _, _, c in rows]
+    if len(rows) > 1 and None not in hwms:
+        growth = hwms[-1] - hwms[0]
+        print(f"check memory growth {sizes[0]:g} -> {sizes[-1]:g} GiB: {growth:+.1f} MiB   target < 8 MiB   "
+              f"{'MET' if growth < 8 else 'NOT MET'}")
+    for (ga, sa, _), (gb, sb, _) in zip(rows, rows[1:], strict=False):
+        limit = gb / ga * 1.1
+        cpu_a, cpu_b = sa["user_s"] + sa["sys_s"], sb["user_s"] + sb["sys_s"]
+        ratio = cpu_b / cpu_a
+        print(f"save CPU {gb:g} GiB / {ga:g} GiB: {ratio:.2f}x (user {sb['user_s'] / sa['user_s']:.2f}x, "
+              f"sys {sb['sys_s'] / max(sa['sys_s'], 1e-9):.2f}x; wall {sb['seconds'] / sa['seconds']:.2f}x)   "
+              f"target <= {limit:.2f}   {'MET' if ratio <= limit else 'NOT MET'}")
+    print("  " + json.dumps([{"gib": g, "save": s, "check": c} for g, s, c in rows]))
 
 
 def incident_config() -> BuildConfig:
@@ -297,9 +427,12 @@ def main() -> None:
     parser.add_argument("--incident", action="store_true", help="also the 2,000-image MobileNetV2 golden (minutes)")
     parser.add_argument("--incident-only", action="store_true")
     parser.add_argument("--samples", type=int, default=2000)
+    parser.add_argument("--sizes", help="GiB of logits, comma separated (e.g. 0.1,1,4,16): memory, linearity, floor")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR"), prefix="bench_golden_") as tmp:
-        if not args.incident_only:
+        if args.sizes:
+            bench_sizes(Path(tmp), [float(x) for x in args.sizes.split(",")])
+        elif not args.incident_only:
             bench_1gib(Path(tmp), args.gib, args.rounds)
         if args.incident or args.incident_only:
             bench_incident(Path(tmp), args.samples, args.rounds)

@@ -3,12 +3,15 @@
 Run by hand from the repository root::
 
     python benchmarks/bench_logparse.py [--mb 100] [--keep PATH]
+    python benchmarks/bench_logparse.py --mb 25,100,400     # memory growth with the log's size
 
 The parse runs in a fresh subprocess so the peak-memory figure is the parser's
 own: ``ru_maxrss`` after parsing minus ``ru_maxrss`` after the imports, and the
 ``tracemalloc`` peak of Python allocations during the parse.  Then parses
-alternate with a plain ``for line in f`` scan of the same file.  Targets (issue
-14): >= 200 MB/s and >= 25% of the line scan's speed, memory as before.
+alternate with a plain ``for line in f`` scan of the same file.  Targets: >= 200 MB/s and >= 25% of the line
+scan's speed.  With several sizes, the RSS and tracemalloc peaks' slope from the smallest log to the largest, in
+MiB per MB of log (target < 0.01: memory independent of the log's size beyond the record's own; a log of repeated
+builds gives the last build's record).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "trt_logs"
@@ -66,7 +70,8 @@ print(json.dumps({"elapsed_traced_s": elapsed, "elapsed_s": untraced, "cpu_s": c
                   "scan_s": scan_s, "scan_cpu_s": scan_cpu,
                   "traced_peak_bytes": traced_peak, "lines": record.total_lines,
                   "unparsed": record.unparsed_lines, "layers": len(record.layers),
-                  "fusion_events": len(record.fusion_events)}))
+                  "fusion_events": len(record.fusion_events), "builds": record.builds,
+                  "record_bytes": len(record.to_json())}))
 """
 
 
@@ -83,31 +88,43 @@ def make_log(path: Path, megabytes: float) -> int:
     return size
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--mb", type=float, default=100.0)
-    ap.add_argument("--keep", type=Path, default=None, help="write the big log here and keep it")
-    ap.add_argument("--runs", type=int, default=5, help="alternating parse / line-scan rounds (medians)")
-    args = ap.parse_args()
+def measure(megabytes: float, runs: int, keep: Path | None) -> tuple[float, dict[str, Any]]:
     with tempfile.TemporaryDirectory() as tmp:
-        path = args.keep or Path(tmp) / "big_verbose.log"
-        size = make_log(path, args.mb)
-        out = subprocess.run([sys.executable, "-c", _CHILD, str(path), str(ROOT), str(args.runs)], check=True,
+        path = keep or Path(tmp) / "big_verbose.log"
+        size = make_log(path, megabytes)
+        out = subprocess.run([sys.executable, "-c", _CHILD, str(path), str(ROOT), str(runs)], check=True,
                              capture_output=True, text=True)
-        res = json.loads(out.stdout)
+        res: dict[str, Any] = json.loads(out.stdout)
     mb = size / 1e6
-    print(f"log: {mb:.1f} MB, {res['lines']} lines ({res['unparsed']} unparsed), "
-          f"{res['layers']} layers in the last listing, {res['fusion_events']} fusion events")
+    print(f"log: {mb:.1f} MB, {res['lines']} lines ({res['unparsed']} unparsed), {res['builds']} builds, "
+          f"{res['layers']} layers in the last listing, {res['fusion_events']} fusion events in the last build")
     print(f"parse: {res['elapsed_s']:.2f} s wall, {res['cpu_s']:.2f} s CPU; plain line scan of the same file: "
-          f"{res['scan_s']:.2f} s wall, {res['scan_cpu_s']:.2f} s CPU (medians of {args.runs}, alternating; "
+          f"{res['scan_s']:.2f} s wall, {res['scan_cpu_s']:.2f} s CPU (medians of {runs}, alternating; "
           f"tracemalloc run {res['elapsed_traced_s']:.2f} s; load average {os.getloadavg()[0]:.1f})")
     for what, t, s in (("wall", res["elapsed_s"], res["scan_s"]), ("CPU", res["cpu_s"], res["scan_cpu_s"])):
         rate, share = mb / t, s / t
         print(f"  {what:4s}: {rate:6.1f} MB/s   target >= 200 MB/s   {'MET' if rate >= 200 else 'NOT MET'};   "
               f"{100 * share:5.1f}% of a line scan   target >= 25%   {'MET' if share >= 0.25 else 'NOT MET'}")
     print(f"peak memory above baseline: RSS +{res['rss_delta_kib'] / 1024:.1f} MiB, "
-          f"tracemalloc peak {res['traced_peak_bytes'] / 2**20:.1f} MiB (target: as before this change, "
-          "RSS +25 MiB / 9.8 MiB measured at 8dc4855)")
+          f"tracemalloc peak {res['traced_peak_bytes'] / 2**20:.2f} MiB, "
+          f"record JSON {res['record_bytes'] / 1e6:.2f} MB")
+    return mb, res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mb", default="100", help="MB of log; several, comma separated, print the memory slope")
+    ap.add_argument("--keep", type=Path, default=None, help="write the big log here and keep it (one size)")
+    ap.add_argument("--runs", type=int, default=5, help="alternating parse / line-scan rounds (medians)")
+    args = ap.parse_args()
+    sizes = [float(x) for x in str(args.mb).split(",")]
+    results = [measure(mb, args.runs, args.keep if len(sizes) == 1 else None) for mb in sizes]
+    if len(results) > 1:
+        (mb0, r0), (mb1, r1) = results[0], results[-1]
+        rss = (r1["rss_delta_kib"] - r0["rss_delta_kib"]) / 1024 / (mb1 - mb0)
+        traced = (r1["traced_peak_bytes"] - r0["traced_peak_bytes"]) / 2**20 / (mb1 - mb0)
+        print(f"memory slope {mb0:.0f} -> {mb1:.0f} MB: RSS {rss:+.4f} MiB per MB, tracemalloc {traced:+.4f} MiB per "
+              f"MB   target < 0.01   {'MET' if max(rss, traced) < 0.01 else 'NOT MET'}")
 
 
 if __name__ == "__main__":

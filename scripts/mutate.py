@@ -40,6 +40,8 @@ _INTEGRITY = ("tests/golden/test_golden_integrity.py",)
 _CHAIN = ("tests/golden/test_approval_chain.py",)
 _SIGNOFF = ("tests/golden/test_signed_approvals.py",)
 _CLI = ("tests/audit/test_cli_bad_inputs.py", "tests/test_cli.py")
+_STREAM = ("tests/golden/test_streaming_memory.py",)
+_PARSER_MEMORY = ("tests/buildlog/test_parser_memory.py",)
 _ASSERTIONS = ("tests/buildlog/test_buildlog_assertions.py", "tests/buildlog/test_assertion_edges.py")
 _CACHE = ("tests/foundation/test_cache.py", "tests/foundation/test_cache_integrity.py")
 _CALIB_DATA = "pytest_trt/common/calibration_data.py"
@@ -325,6 +327,36 @@ MUTANTS = (
            "                    pass",
            ("tests/golden/test_golden_atomic.py", "tests/golden/test_golden_store.py"),
            "an update writes into a golden file of the wrong layout"),
+    # -- streaming golden check (compare/tally.py, labels/tags per batch) and the log parser's builds -----------
+    Mutant("tally-merge-drops-delta", "pytest_trt/compare/tally.py",
+           "        self._m2 += m2b + d * d * self._n * nb / n\n", "        self._m2 += m2b\n", _STREAM,
+           "the batches' variance merge loses the spread of their means: the SD of a long golden run shrinks"),
+    Mutant("tally-count-assign", "pytest_trt/compare/tally.py",
+           "            self.agree += int(np.count_nonzero(same))",
+           "            self.agree = int(np.count_nonzero(same))", _STREAM, "agreement counts only the last batch"),
+    Mutant("tally-bootstrap-cut", "pytest_trt/compare/tally.py",
+           "        if n <= distribution.BOOTSTRAP_MAX:", "        if n < distribution.BOOTSTRAP_MAX:",
+           _STREAM, "a golden of exactly BOOTSTRAP_MAX samples gets the closed-form SD, not the bootstrap's"),
+    Mutant("tally-tag-agree-golden", "pytest_trt/compare/tally.py",
+           "                    t.golden_correct += int(np.count_nonzero(gright[idx]))",
+           "                    t.golden_correct += int(np.count_nonzero(right[idx]))", _STREAM,
+           "a tag's golden accuracy counts the obtained answers: its accuracy drop always reads 0"),
+    Mutant("tally-drops-sample", "pytest_trt/compare/tally.py",
+           "            self._fill += k\n", "            self._fill += k - (k > 1)\n", _STREAM,
+           "the streamed statistics drop a sample per batch (means, SDs and histograms miss it)"),
+    Mutant("tally-labels-first-rows", "pytest_trt/compare/accumulate.py",
+           "read_rows(self.labels, start, n, self._work, \"labels\")",
+           "read_rows(self.labels, 0, n, self._work, \"labels\")", _STREAM,
+           "every batch is judged against the first batch's labels"),
+    Mutant("tags-digest-slab-join", "pytest_trt/golden/array_digests.py",
+           'h.update((b"" if first else b", ")', 'h.update((b"" if first else b",")', _STREAM,
+           "the tags digest read in slabs differs from the stored one: an untouched golden reads as edited"),
+    Mutant("parser-fusions-not-reset", "pytest_trt/buildlog/parser.py",
+           "            self.fusions.clear()\n", "", _PARSER_MEMORY,
+           "a log of several builds keeps every build's fusion events: the record mixes builds, memory grows"),
+    Mutant("parser-builds-uncounted", "pytest_trt/buildlog/parser.py",
+           "            self.builds += 1\n", "            self.builds = 1\n", _PARSER_MEMORY,
+           "a log of several builds reads as one: the dropped builds go unmentioned"),
     # -- golden integrity: file digest, per-array digests, approvals, output names, fraction thresholds ---------
     Mutant("golden-file-digest-unchecked", "pytest_trt/golden/integrity.py",
            "    if found not in expected:\n", "    if False:\n", _INTEGRITY,

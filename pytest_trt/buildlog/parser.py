@@ -1,7 +1,9 @@
 """Streaming reader of TensorRT build logs into a :class:`BuildRecord` (:mod:`.readers` is the public entry).
 
 One pass, one line at a time, nothing kept per line: memory stays bounded by the facts (the last layer
-listing, fusion events, warnings), not by the log size.
+listing, fusion events, warnings), not by the log size.  A log holding several builds (each starts at its
+``Original: N layers`` count) gives the last build's record: its listing, fusion events, removed layers and
+layer counts; warnings of every build are kept, and ``BuildRecord.builds`` says how many builds the log held.
 
 Loops share one per-line reader: :meth:`LogParser.feed_all` takes any iterable of lines (used by
 ``parse_lines``); :meth:`LogParser.feed_file` (text) and :meth:`LogParser.feed_binary` (UTF-8 bytes, used by
@@ -65,6 +67,7 @@ class LogParser:
         self.timings: dict[str, float] = {}
         self.messages: list[Message] = []
         self.calibration: list[str] = []
+        self.builds = 0  # "Original: N layers" lines: each starts a build
         self.version: tuple[int, str] | None = None
         self.facts: dict[str, Any] = {}
         self._handlers: dict[str, Callable[[str], bool]] = {
@@ -245,9 +248,13 @@ class LogParser:
         m = d.LAYER_COUNT_RE.match(msg)
         if m is None:
             return False
-        if m["stage"] == "Original":  # a new build (or the first optimizer pass): older listings are stale
+        if m["stage"] == "Original":  # a new build: the previous build's listing and events are not this one's
+            self.builds += 1
             self.eli.clear()
             self.detailed.clear()
+            self.fusions.clear()
+            self.removed.clear()
+            self.counts.clear()
         self.counts.append((m["stage"], int(m["n"])))
         return True
 
@@ -385,5 +392,6 @@ class LogParser:
             result=self.facts.get("result"),
             precision_flags=self.facts.get("precision_flags"),
             engine_size_mib=self.facts.get("engine_size_mib"),
+            builds=max(1, self.builds),
         )
 

@@ -49,6 +49,8 @@ class BuildRecord:
     #: pytest-trt's own INT8 calibration of this build (algorithm, quantizer or calibrator, cache header,
     #: ranges, class counts), see :func:`pytest_trt.calibration.building.quantization_facts`; empty otherwise
     quantization: dict[str, Any] = field(default_factory=dict)
+    #: builds the log held (each starts at an ``Original: N layers`` count); the record is the last one's
+    builds: int = 1
 
     # -- derived facts -------------------------------------------------
     def precision_counts(self) -> dict[str, int]:
@@ -148,6 +150,7 @@ class BuildRecord:
             precision_flags=d.get("precision_flags"),
             engine_size_mib=d.get("engine_size_mib"),
             quantization=dict(d.get("quantization", {})),
+            builds=int(d.get("builds", 1)),
         )
 
     @classmethod

@@ -46,6 +46,7 @@ def record_summary(record: BuildRecord) -> dict[str, Any]:
         "origins_exact": record.origins_exact,
         "total_lines": record.total_lines,
         "unparsed_lines": record.unparsed_lines,
+        "builds": record.builds,
     }
 
 
@@ -70,6 +71,9 @@ def render_record_summary(summary: dict[str, Any], *, max_items: int = 10) -> li
         f"warnings: {summary['warnings']}, errors: {summary['errors']}, "
         f"log lines: {summary['total_lines']} ({summary['unparsed_lines']} not understood)"
     )
+    if summary.get("builds", 1) > 1:
+        lines.append(f"builds in this log: {summary['builds']}; the record is the last build's "
+                     "(its layers, fusions and layer counts; warnings of all)")
     return lines
 
 

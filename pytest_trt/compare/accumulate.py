@@ -2,8 +2,9 @@
 
 Neither the obtained nor the golden outputs are ever held whole: each batch
 updates the elementwise sums (:class:`~pytest_trt.compare.metrics.ElementAccumulator`)
-and, for class scores, the per-sample classifier figures (a few numbers per
-sample), which are all that is kept until the end.  Where the batches come
+and, for classifiers, the counts and running moments of
+:class:`~pytest_trt.compare.tally.ClassifierTally`, read with the batch's
+labels and tags rows: memory does not grow with the number of samples.  Where the batches come
 from (an engine, given arrays, an HDF5 file) is the golden workflow's business
 (:mod:`pytest_trt.golden.running`); this module only compares.
 """
@@ -17,6 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from pytest_trt.compare import distribution, metrics
+from pytest_trt.compare.tally import ClassifierTally
 from pytest_trt.compare.verdict import OutputMetrics
 from pytest_trt.compare.workspace import Workspace, read_rows
 from pytest_trt.errors import GoldenError
@@ -36,7 +38,7 @@ class ArrayLike(Protocol):
 
 @dataclass
 class OutputAccumulator:
-    """Accumulates one output: elementwise stats vs golden, per-sample classifier figures."""
+    """Accumulates one output: elementwise stats vs golden, classifier counts (with ``labels``/``tags`` rows)."""
 
     name: str
     golden: ArrayLike | None
@@ -48,34 +50,37 @@ class OutputAccumulator:
     strict: bool = True  # False in update mode: a changed shape only drops the comparison
     sample_shape: tuple[int, ...] = ()
     dtype: np.dtype | None = None
-    _o_top1: list[np.ndarray] = field(default_factory=list)
-    _g_top1: list[np.ndarray] = field(default_factory=list)
-    _stats: dict[str, list[np.ndarray]] = field(default_factory=dict)
+    labels: ArrayLike | None = None  # (N,) class labels of the golden dataset, read per batch
+    tags: ArrayLike | Sequence[str] | None = None  # N tag strings, read per batch
+    tally: ClassifierTally = field(default_factory=ClassifierTally)
     _work: Workspace = field(default_factory=Workspace)
 
     def update(self, start: int, obtained: np.ndarray) -> None:
         """Add the batch of samples ``start ..`` (its golden rows are read from :attr:`golden`)."""
         if self.dtype is None:
             self._first(obtained)
+        top = None
         if self.classifier and np.issubdtype(obtained.dtype, np.floating):
             if self.logits is None:
                 self.logits = not distribution.looks_like_probabilities(obtained)
             stats, top = distribution.per_sample_top1(obtained, logits=self.logits, work=self._work)
-            for k, v in stats.items():
-                self._stats.setdefault(k, []).append(v)
-            self._o_top1.append(top)
+            self.tally.add_stats(stats)
         elif self.classifier:
-            self._o_top1.append(metrics.top1(obtained))
-        if self.golden is None:
-            return
-        gold = read_rows(self.golden, start, obtained.shape[0], self._work, "golden")
-        self.elements.update(obtained, gold)
-        if self.classifier:
-            self._g_top1.append(metrics.top1(gold))
+            top = metrics.top1(obtained)
+        gold = None
+        if self.golden is not None:
+            gold = read_rows(self.golden, start, obtained.shape[0], self._work, "golden")
+            self.elements.update(obtained, gold)
+        if top is not None:
+            n = obtained.shape[0]
+            labels = None if self.labels is None else read_rows(self.labels, start, n, self._work, "labels")
+            self.tally.add(top, None if gold is None else metrics.top1(gold), labels,
+                           None if self.tags is None else text_rows(self.tags, start, n))
 
     def _first(self, obtained: np.ndarray) -> None:
         self.sample_shape, self.dtype = tuple(obtained.shape[1:]), obtained.dtype
         self.classifier = self._decide(obtained)
+        self.tally.classes = int(self.sample_shape[-1]) if self.sample_shape else 0
         if self.golden is not None and tuple(self.golden.shape[1:]) != self.sample_shape:
             if not self.strict:
                 self.golden = None
@@ -96,60 +101,59 @@ class OutputAccumulator:
             )
         return self.declared
 
-    def per_sample_stats(self) -> dict[str, np.ndarray]:
-        """Each classifier statistic (:data:`~pytest_trt.compare.distribution.STATS`) per sample so far."""
-        return {k: np.concatenate(v) for k, v in self._stats.items()}
-
-    def obtained_top1(self) -> np.ndarray | None:
-        return np.concatenate(self._o_top1) if self._o_top1 else None
-
-    def result(self, samples: int, labels: np.ndarray | None, tags: Sequence[str] | None,
-               base: distribution.DistributionBaseline | None) -> OutputMetrics:
+    def result(self, samples: int, base: distribution.DistributionBaseline | None) -> OutputMetrics:
         """Figures of obtained vs golden (requires a golden)."""
         stats = self.elements.result()
-        if not self.classifier or not self._o_top1:
+        t = self.tally
+        if not self.classifier or not t.samples:
             return OutputMetrics(self.name, samples, stats)
-        o, g = np.concatenate(self._o_top1), np.concatenate(self._g_top1)
-        drift = distribution.drift(base, self.per_sample_stats()) if base is not None and self._stats else ()
+        labelled = self.labels is not None
+        drift = distribution.drift_of_means(base, t.means()) if base is not None and t.stats else ()
         return OutputMetrics(
             self.name, samples, stats,
-            top1_agreement=metrics.agreement(o, g),
-            accuracy=None if labels is None else metrics.accuracy(o, labels),
-            golden_accuracy=None if labels is None else metrics.accuracy(g, labels),
-            tags=metrics.per_tag(o, g, labels, tags) if tags is not None else (),
+            top1_agreement=t.agreement(),
+            accuracy=t.accuracy() if labelled else None,
+            golden_accuracy=t.golden_accuracy() if labelled else None,
+            tags=t.per_tag(labelled=labelled) if self.tags is not None else (),
             drift=drift,
         )
 
-    def as_golden(self, samples: int, labels: np.ndarray | None, tags: Sequence[str] | None,
-                  base: distribution.DistributionBaseline | None) -> OutputMetrics:
+    def as_golden(self, samples: int, base: distribution.DistributionBaseline | None) -> OutputMetrics:
         """The figures a check of these very outputs against themselves would compute: which metrics the next
         check of a snapshot made from them can evaluate (an update refuses thresholds it could not)."""
         same = metrics.ElementStats(samples, 0.0, 0.0, 0.0, 1.0, 0.0, 0, 0)
-        o = self.obtained_top1()
-        if not self.classifier or o is None:
+        t = self.tally
+        if not self.classifier or not t.samples:
             return OutputMetrics(self.name, samples, same)
-        drift = distribution.drift(base, self.per_sample_stats()) if base is not None and self._stats else ()
-        acc = None if labels is None else metrics.accuracy(o, labels)
+        labelled = self.labels is not None
+        drift = distribution.drift_of_means(base, t.means()) if base is not None and t.stats else ()
+        acc = t.accuracy() if labelled else None
+        tags = tuple(metrics.TagMetrics(tag, c.count, 1.0, c.correct / c.count if labelled else None,
+                                        c.correct / c.count if labelled else None)
+                     for tag, c in sorted(t.tags.items())) if self.tags is not None else ()
         return OutputMetrics(self.name, samples, same, top1_agreement=1.0, accuracy=acc, golden_accuracy=acc,
-                             tags=metrics.per_tag(o, o, labels, tags) if tags is not None else (), drift=drift)
+                             tags=tags, drift=drift)
 
-    def baseline(self, labels: np.ndarray | None, tags: Sequence[str] | None) -> dict[str, Any]:
+    def baseline(self) -> dict[str, Any]:
         """Metric baselines of these outputs as a new golden: accuracy (overall, per tag), distribution."""
         out: dict[str, Any] = {"classifier": self.classifier}
-        o = self.obtained_top1()
-        if o is not None and labels is not None:
-            out["accuracy"] = metrics.accuracy(o, labels)
-            if tags is not None:
-                groups = metrics.split_tags(tags)
-                out["tag_accuracy"] = {t: metrics.accuracy(o[i], labels[i]) for t, i in groups.items()}
-        if self._stats:
-            stats = self.per_sample_stats()
-            sds = distribution.bootstrap_sds({k: stats[k] for k in distribution.STATS})
+        t = self.tally
+        if t.samples and self.labels is not None:
+            out["accuracy"] = t.accuracy()
+            if self.tags is not None:
+                out["tag_accuracy"] = t.tag_accuracy()
+        if t.stats:
             out["distribution"] = distribution.DistributionBaseline(
                 bool(self.logits),
-                tuple(distribution.StatBaseline(k, float(stats[k].mean()), sds[k]) for k in distribution.STATS),
+                tuple(distribution.StatBaseline(k, t.stats[k].mean, t.stats[k].sd_of_mean())
+                      for k in distribution.STATS),
             ).to_dict()
         return out
+
+
+def text_rows(source: Any, start: int, count: int) -> list[str]:
+    """Rows ``start .. start + count`` of a string array (an h5py dataset of bytes, or a sequence of str)."""
+    return [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in source[start : start + count]]
 
 
 def baseline_of(baselines: Any, output: str) -> distribution.DistributionBaseline | None:
@@ -159,7 +163,8 @@ def baseline_of(baselines: Any, output: str) -> distribution.DistributionBaselin
 
 
 def accumulator_for(name: str, golden: ArrayLike | None, baselines: Any, declared: bool | None,
-                    max_label: int | None, *, strict: bool) -> OutputAccumulator:
+                    max_label: int | None, *, strict: bool, labels: ArrayLike | None = None,
+                    tags: ArrayLike | Sequence[str] | None = None) -> OutputAccumulator:
     """An accumulator whose classifier decision is: ``declared``, else the golden's recorded one, else detected."""
     base = baseline_of(baselines, name)
     recorded = baselines.get(name, {})
@@ -169,4 +174,4 @@ def accumulator_for(name: str, golden: ArrayLike | None, baselines: Any, declare
     elif decision is None and base is not None:  # goldens written before the decision was recorded
         decision = True
     return OutputAccumulator(name, golden, logits=None if base is None else base.logits, strict=strict,
-                             declared=decision, max_label=max_label)
+                             declared=decision, max_label=max_label, labels=labels, tags=tags)

@@ -233,9 +233,14 @@ def sd_floor(golden_mean: float) -> float:
 
 def drift(base: DistributionBaseline, obtained: Mapping[str, np.ndarray]) -> tuple[Drift, ...]:
     """Drifts of the obtained per-sample statistics (from :func:`per_sample`)."""
+    return drift_of_means(base, {k: float(np.mean(v)) for k, v in obtained.items() if v.size})
+
+
+def drift_of_means(base: DistributionBaseline, means: Mapping[str, float]) -> tuple[Drift, ...]:
+    """Drifts of the obtained means of the statistics (a statistic without a mean has not moved)."""
     out = []
     for s in base.stats:
-        mean = float(np.mean(obtained[s.stat])) if obtained[s.stat].size else s.mean
+        mean = means.get(s.stat, s.mean)
         delta = abs(mean - s.mean)
         floor = sd_floor(s.mean)
         out.append(Drift(s.stat, s.mean, mean, s.sd, 0.0 if delta == 0 else delta / max(s.sd, floor), floor))

@@ -52,8 +52,8 @@ class StreamDigest:
         return self._h.hexdigest()
 
 
-def array_digest(arr: Any) -> str:
-    """The digest of a whole array or h5py dataset (read in slabs of about 16 MiB)."""
+def array_digest(arr: Any, slab_bytes: int = 16 << 20) -> str:
+    """The digest of a whole array or h5py dataset (read in slabs of about ``slab_bytes``)."""
     shape = tuple(int(s) for s in arr.shape)
     if not shape:
         h = hashlib.sha256(_header(arr.dtype, shape))
@@ -61,7 +61,7 @@ def array_digest(arr: Any) -> str:
         return h.hexdigest()
     d = StreamDigest(arr.dtype, shape)
     row = int(np.prod(shape[1:], dtype=np.int64)) * np.dtype(arr.dtype).itemsize
-    step = max(1, (16 << 20) // max(1, row))
+    step = max(1, slab_bytes // max(1, row))
     for start in range(0, shape[0], step):
         d.update(start, np.asarray(arr[start : start + step]))
     return d.hexdigest()
@@ -70,6 +70,23 @@ def array_digest(arr: Any) -> str:
 def text_digest(values: Iterable[str]) -> str:
     """The digest of a string array (tags, approvals): the JSON list of its strings."""
     return hashlib.sha256(b"text\0" + json.dumps(list(values)).encode()).hexdigest()
+
+
+def text_digest_rows(rows: Any, slab: int = 1 << 14) -> str:
+    """:func:`text_digest` of a string dataset (bytes or str rows), read ``slab`` rows at a time.
+
+    ``json.dumps`` of a list is ``[`` + its items' JSON joined by ``", "`` + ``]``, so each slab's
+    list, brackets dropped, is joined the same way.
+    """
+    h = hashlib.sha256(b"text\0[")
+    first = True
+    for start in range(0, int(rows.shape[0]), slab):
+        texts = [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in rows[start : start + slab]]
+        if texts:
+            h.update((b"" if first else b", ") + json.dumps(texts).encode()[1:-1])
+            first = False
+    h.update(b"]")
+    return h.hexdigest()
 
 
 class DigestedArray:

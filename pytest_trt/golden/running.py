@@ -31,10 +31,15 @@ def iter_batches(
 
 
 def accumulator_factory(baselines: Mapping[str, Any], declared: Callable[[str], bool | None], max_label: int | None,
-                        *, strict: bool) -> NewAccumulator:
-    """Accumulators whose classifier decision is: declared, else the golden's recorded one, else detected."""
+                        *, strict: bool, labels: ArrayLike | None = None,
+                        tags: ArrayLike | None = None) -> NewAccumulator:
+    """Accumulators whose classifier decision is: declared, else the golden's recorded one, else detected.
+
+    ``labels`` and ``tags`` (the golden dataset's, as stored) are read batch by batch alongside the outputs.
+    """
     def make(name: str, golden: ArrayLike | None) -> OutputAccumulator:
-        return accumulator_for(name, golden, baselines, declared(name), max_label, strict=strict)
+        return accumulator_for(name, golden, baselines, declared(name), max_label, strict=strict,
+                               labels=labels, tags=tags)
     return make
 
 

@@ -121,15 +121,23 @@ class GoldenFile:
             return None
         return tuple(t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in self.h5["dataset/tags"][()])
 
+    def label_rows(self) -> h5py.Dataset | None:
+        """The labels dataset, read in slabs by whoever streams it (see :func:`max_label`)."""
+        return self.h5["dataset/labels"] if "dataset/labels" in self.h5 else None
+
+    def tag_rows(self) -> h5py.Dataset | None:
+        """The tags dataset (bytes rows), read in slabs."""
+        return self.h5["dataset/tags"] if "dataset/tags" in self.h5 else None
+
     def small_parts_edited(self, snapshot: SnapshotView) -> list[str]:
-        """Labels, tags and the snapshot's record whose bytes differ from their stored digest (read whole: small)."""
+        """Labels, tags and the snapshot's record whose bytes differ from their stored digest (read in slabs)."""
         parts: list[tuple[str, Any, Any]] = []
         if "dataset/labels" in self.h5:
             ds = self.h5["dataset/labels"]
-            parts.append(("labels", ds, lambda: array_digests.array_digest(ds)))
+            parts.append(("labels", ds, lambda: array_digests.array_digest(ds, SLAB_ROWS * 8)))
         if "dataset/tags" in self.h5:
-            tags = self.tags()
-            parts.append(("tags", self.h5["dataset/tags"], lambda: array_digests.text_digest(tags or ())))
+            tds = self.h5["dataset/tags"]
+            parts.append(("tags", tds, lambda: array_digests.text_digest_rows(tds)))
         if "record" in snapshot.group:
             rec = snapshot.group["record"]
             parts.append((f"snapshot {snapshot.config!r} record", rec, lambda: array_digests.array_digest(rec)))
@@ -178,3 +186,14 @@ class GoldenFile:
         with guard(self.path):
             return tuple(json.loads(t) for t in self.h5["approvals"].asstr()[()])
 
+
+#: rows of labels or tags read at a time where a whole column is scanned
+SLAB_ROWS = 1 << 16
+
+
+def max_label(labels: Any) -> int | None:
+    """The largest label of a labels dataset (or array), read in slabs; None without labels."""
+    if labels is None or not labels.shape[0]:
+        return None
+    n = int(labels.shape[0])
+    return max(int(np.max(labels[i : i + SLAB_ROWS])) for i in range(0, n, SLAB_ROWS))

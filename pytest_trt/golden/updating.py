@@ -113,8 +113,8 @@ def update(scope: GoldenScope, config: Any, engine: Any, outputs: Mapping[str, n
             dataset_changed = _ensure_dataset(f, dataset, scope, name)
             ds_group = f["dataset"]
             samples, digest = int(ds_group.attrs["samples"]), str(ds_group.attrs["sha256"])
-            labels = ds_group["labels"][()] if "labels" in ds_group else None
-            tags = tuple(ds_group["tags"].asstr()[()]) if "tags" in ds_group else None
+            labels = ds_group["labels"] if "labels" in ds_group else None  # datasets, read per batch
+            tags = ds_group["tags"] if "tags" in ds_group else None
             old = layout.snapshot_view(name, f["snapshots"][name]) if f"snapshots/{name}" in f else None
             old_prov, old_record = (old.provenance, old.record_json()) if old else (None, None)
             old_baselines = dict(old.baselines) if old else {}
@@ -122,8 +122,9 @@ def update(scope: GoldenScope, config: Any, engine: Any, outputs: Mapping[str, n
             compare_old = old is not None and not dataset_changed
             old_outputs = (layout.output_datasets(f[f"history/{name}/gen-{generation - 1:04d}"]) if compare_old
                            else {})
-            max_label = None if labels is None or not labels.size else int(labels.max())
-            make = running.accumulator_factory(old_baselines, classifier, max_label, strict=False)
+            max_label = store.max_label(labels)
+            make = running.accumulator_factory(old_baselines, classifier, max_label, strict=False,
+                                               labels=labels, tags=tags)
             accumulators = {n: make(n, ds) for n, ds in old_outputs.items()}
             sink = _Sink(group, samples)
             fed, noise_record = (noise.tap(engine, noise.classifier_rule(old_baselines, classifier, max_label))
@@ -132,12 +133,11 @@ def update(scope: GoldenScope, config: Any, engine: Any, outputs: Mapping[str, n
             running.feed(fed, outputs, dict(ds_group["inputs"].items()), samples, batch_size, accumulators,
                          golden_outputs=None, label=label, sink=sink, new=make)
             sink.seal()
-            deltas = {n: a.result(samples, labels, tags, baseline_of(old_baselines, n))
+            deltas = {n: a.result(samples, baseline_of(old_baselines, n))
                       for n, a in accumulators.items() if a.golden is not None}
-            baselines = {n: a.baseline(labels, tags) for n, a in accumulators.items()}
+            baselines = {n: a.baseline() for n, a in accumulators.items()}
             if limits is not None:
-                facts = {n: a.as_golden(samples, labels, tags, baseline_of(baselines, n))
-                         for n, a in accumulators.items()}
+                facts = {n: a.as_golden(samples, baseline_of(baselines, n)) for n, a in accumulators.items()}
                 refused = unevaluable(limits, facts)
                 if refused:  # inside the atomic update: nothing is written, no approval logged
                     raise GoldenError(

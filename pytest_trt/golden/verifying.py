@@ -21,7 +21,7 @@ from pytest_trt.golden.approvals import read_jsonl
 from pytest_trt.golden.dataset import GoldenDataset
 from pytest_trt.golden.layout import SnapshotView
 from pytest_trt.golden.results import CheckResult, GoldenScope, raise_failure, warn_structure
-from pytest_trt.golden.store import GoldenFile, guard
+from pytest_trt.golden.store import GoldenFile, guard, max_label
 from pytest_trt.options import INI_PROVENANCE as PROVENANCE_INI
 from pytest_trt.options import INI_PROVENANCE_FAIL_ON as PROVENANCE_FAIL_ON_INI
 from pytest_trt.options import PROVENANCE as PROVENANCE_OPTION
@@ -128,9 +128,9 @@ def verify(
         now = current_provenance(engine, config, g.dataset_sha256)
         changes = provenance_changes(snap.provenance, now, scope.settings.provenance)
         label = f"golden {path.name} [{name}]"
-        labels, tags = g.labels(), g.tags()
-        max_label = None if labels is None or not labels.size else int(labels.max())
-        make = running.accumulator_factory(snap.baselines, classifier, max_label, strict=True)
+        labels, tags = g.label_rows(), g.tag_rows()  # read per batch by the accumulators
+        make = running.accumulator_factory(snap.baselines, classifier, max_label(labels), strict=True,
+                                           labels=labels, tags=tags)
         # bytes the approval log vouches for hold the approved arrays; else each slab is hashed as it is read
         hashed = not array_digests.logged(read_jsonl(path.parent), path, name, snap.generation, g.sha256)
         inputs = {n: array_digests.DigestedArray(ds, f"input {n!r}", verify=hashed) for n, ds in g.inputs().items()}
@@ -142,8 +142,7 @@ def verify(
         edited = [m for a in (*inputs.values(), *golden_outputs.values()) if (m := a.mismatch()) is not None]
         if edited:  # before any metric is judged: an edited golden is not an engine regression
             raise array_digests.edited_error(path, edited)
-        metrics = {n: a.result(g.samples, labels, tags, baseline_of(snap.baselines, n))
-                   for n, a in accumulators.items()}
+        metrics = {n: a.result(g.samples, baseline_of(snap.baselines, n)) for n, a in accumulators.items()}
         record_json = snap.record_json()
         generation = snap.generation
     structure_text = None
@@ -156,7 +155,7 @@ def verify(
         verdict = with_noise(verdict, measured.figures())
     golden_label = f"{path} [{name}] generation {generation}, {sum(1 for _ in metrics)} outputs"
     # what the upgrade report draws from (pytest_trt.compare.output_summary), kept with the verdict in the bundle
-    outputs_summary = {**summarize_outputs(accumulators, metrics, limits, labels), "golden_file": str(path)}
+    outputs_summary = {**summarize_outputs(accumulators, metrics, limits), "golden_file": str(path)}
     if not verdict.passed or any(c.fatal for c in changes):
         try:
             raise_failure(scope, golden=golden_label, verdict=verdict, metrics=metrics,

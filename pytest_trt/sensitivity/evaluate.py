@@ -30,7 +30,7 @@ from pytest_trt.compare.thresholds import ThresholdSet
 from pytest_trt.config import BuildConfig
 from pytest_trt.errors import BuildFailed, GoldenMissing
 from pytest_trt.golden import running
-from pytest_trt.golden.store import GoldenFile, guard
+from pytest_trt.golden.store import GoldenFile, guard, max_label
 from pytest_trt.sensitivity.search import Evaluation
 
 RUN_BACKEND = "onnxruntime"
@@ -68,14 +68,13 @@ def judge_engine(run: Any, golden: Path, name: str, limits: ThresholdSet,
     """Stream the golden dataset through ``run`` and judge it against snapshot ``name``: (passed, checks, summary)."""
     with GoldenFile(golden) as g, guard(golden):
         snap = g[name]
-        labels, tags = g.labels(), g.tags()
-        max_label = None if labels is None or not labels.size else int(labels.max())
-        make = running.accumulator_factory(snap.baselines, lambda _n: None, max_label, strict=True)
+        labels, tags = g.label_rows(), g.tag_rows()
+        make = running.accumulator_factory(snap.baselines, lambda _n: None, max_label(labels), strict=True,
+                                           labels=labels, tags=tags)
         accumulators = {n: make(n, ds) for n, ds in snap.outputs.items()}
         running.run_dataset(run, g.inputs(), g.samples, batch, accumulators, golden_outputs=snap.outputs,
                             label=f"golden {golden.name} [{name}]", new=make)
-        metrics = {n: a.result(g.samples, labels, tags, baseline_of(snap.baselines, n))
-                   for n, a in accumulators.items()}
+        metrics = {n: a.result(g.samples, baseline_of(snap.baselines, n)) for n, a in accumulators.items()}
     verdict = judge(metrics, limits)
     evaluated = [c for c in verdict.checks if c.evaluated]
     failing = [c for c in evaluated if not c.passed]

@@ -46,9 +46,9 @@ def test_class_indices_agree_over_batches_of_a_reused_buffer(tmp_path: Path) -> 
     obtained[rng.choice(1000, 137, replace=False)] += 1  # 137 answers change
     labels = golden.copy()
     with _golden(tmp_path, pred=golden) as f:
-        acc = OutputAccumulator("pred", f["pred"], declared=True)
+        acc = OutputAccumulator("pred", f["pred"], declared=True, labels=labels)
         _feed(acc, obtained, 64)
-        m = acc.result(1000, labels, None, None)
+        m = acc.result(1000, None)
     assert m.top1_agreement == pytest.approx(0.863)
     assert m.accuracy == pytest.approx(0.863) and m.golden_accuracy == 1.0
 
@@ -60,8 +60,8 @@ def test_logits_over_batches_match_whole_array_float64(tmp_path: Path) -> None:
     with _golden(tmp_path, logits=golden) as f:
         acc = OutputAccumulator("logits", f["logits"], declared=True)
         _feed(acc, obtained, 64)
-        m = acc.result(300, None, None, None)
-        stats = acc.per_sample_stats()
+        m = acc.result(300, None)
+        stats = {k: s.head() for k, s in acc.tally.stats.items()}  # the first BOOTSTRAP_MAX values: all 300
     o, g = obtained.astype(np.float64), golden.astype(np.float64)
     assert m.elements.l2_delta == pytest.approx(np.linalg.norm(o - g) / np.linalg.norm(g), rel=1e-9)
     assert m.elements.max_abs == pytest.approx(np.abs(o - g).max(), rel=1e-6)
