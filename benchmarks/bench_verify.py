@@ -37,25 +37,30 @@ FULL_BLOCKS = tuple((t, c, s if i == 0 else 1) for t, c, n, s in (
 
 
 def _old_verifier(commit: str) -> Any:
-    """``verify_bundle`` of ``commit``, with the archive module of that commit (both loaded from git)."""
+    """``verify_bundle`` of ``commit``, with that commit's archive, tarscan and schema modules (loaded from git)."""
     import subprocess
     import types
 
     root = Path(__file__).resolve().parents[1]
 
-    def source(path: str) -> str:
-        return subprocess.run(["git", "show", f"{commit}:{path}"], cwd=root, check=True, capture_output=True,
-                              text=True).stdout
+    def source(path: str) -> str | None:
+        done = subprocess.run(["git", "show", f"{commit}:{path}"], cwd=root, capture_output=True, text=True)
+        return done.stdout if done.returncode == 0 else None
 
-    archive = types.ModuleType("old_archive")
-    exec(compile(source("pytest_trt/audit/archive.py"), "old_archive", "exec"), archive.__dict__)
-    sys.modules["old_archive"] = archive
-    verify = types.ModuleType("old_verify")
-    text = source("pytest_trt/audit/verify.py")
-    text = text.replace("from pytest_trt.audit.archive import", "from old_archive import")
-    sys.modules["old_verify"] = verify  # dataclasses look their module up
-    exec(compile(text, "old_verify", "exec"), verify.__dict__)
-    return verify.verify_bundle
+    def load(name: str, text: str) -> types.ModuleType:
+        for dep in ("archive", "tarscan", "schema"):
+            text = text.replace(f"from pytest_trt.audit.{dep} import", f"from old_{dep} import")
+            text = text.replace(f"from pytest_trt.audit import {dep}\n", f"import old_{dep} as {dep}\n")
+        module = types.ModuleType(name)
+        sys.modules[name] = module  # dataclasses look their module up
+        exec(compile(text, name, "exec"), module.__dict__)
+        return module
+
+    for dep in ("archive", "schema", "tarscan"):  # the order of their own imports
+        text = source(f"pytest_trt/audit/{dep}.py")
+        if text is not None:
+            load(f"old_{dep}", text)
+    return load("old_verify", source("pytest_trt/audit/verify.py") or "").verify_bundle
 
 
 def _floor(path: Path) -> str:

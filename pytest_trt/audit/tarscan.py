@@ -24,6 +24,7 @@ from __future__ import annotations
 import _thread
 import gzip
 import hashlib
+import os
 import tarfile
 import threading
 import zlib
@@ -54,6 +55,8 @@ MAX_READ_AFTER_DIFFERENCE = 64 << 20
 READ_BLOCK = 1 << 20
 #: tar bytes held for the earlier writer's rebuild before it is compressed (see :class:`_LegacyRebuild`)
 LEGACY_HOLD = 4 << 20
+#: files at least this large are hashed on a thread while they are inflated and compared
+HASH_THREAD_BYTES = 4 << 20
 
 _TYPES = {
     b"1": "hard link", b"2": "link", b"3": "device file", b"4": "device file", b"5": "directory",
@@ -146,11 +149,13 @@ class _RawReader:
         self.size = 0
         self._blocks: SimpleQueue[bytes | None] = SimpleQueue()
         self._done = threading.Event()
-        self._threaded = True
-        try:
-            _thread.start_new_thread(self._hash_blocks, ())
-        except RuntimeError:  # a process at its thread limit: hash in line
-            self._threaded = False
+        # a thread pays for itself on an engine's bundle; a small one is hashed in line (a thread start costs more)
+        self._threaded = os.fstat(fh.fileno()).st_size >= HASH_THREAD_BYTES
+        if self._threaded:
+            try:
+                _thread.start_new_thread(self._hash_blocks, ())
+            except RuntimeError:  # a process at its thread limit: hash in line
+                self._threaded = False
 
     def _hash_blocks(self) -> None:
         try:

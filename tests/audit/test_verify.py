@@ -207,3 +207,27 @@ def test_a_bundle_with_a_wrong_crc_in_a_gzip_trailer_is_refused(tmp_path, signed
     path.write_bytes(bytes(raw))
     with pytest.raises(BundleIntegrityError, match="not a readable tar.gz archive"):
         verify_bundle(path)
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 63, 64, 65, 130])
+def test_json_depth_is_counted_on_the_bytes_exactly(depth):
+    """Nesting built to a known depth, with brackets and escaped quotes inside strings that must not count."""
+    import json
+
+    from pytest_trt.audit.verify import MAX_JSON_DEPTH, _depth
+
+    doc: object = {"a": "[{\\\"[", "b": 1}
+    for i in range(depth - 1):
+        doc = [doc, "]}\""] if i % 2 == 0 else {"k[": doc, "s": "{"}
+    assert _reference_depth(doc) == depth  # the construction, counted independently
+    found = _depth(json.dumps(doc, separators=(",", ":")).encode(), MAX_JSON_DEPTH)
+    assert found == depth if depth <= MAX_JSON_DEPTH else found > MAX_JSON_DEPTH
+
+
+def _reference_depth(value: object) -> int:
+    """Containers' nesting depth, recursively."""
+    if isinstance(value, dict):
+        return 1 + max((_reference_depth(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_reference_depth(v) for v in value), default=0)
+    return 0

@@ -83,7 +83,7 @@ def test_loadgroup_marks_one_group_per_config_in_every_worker(pytester, models):
     ran = _workers(result.stdout.str())
     if not any("@mine" in line for line in result.stdout.lines):
         # pytest-xdist writes the group into the node id, which pytest 9.2 no longer lets it change, so no
-        # group is scheduled together, an author's own included (pytest-dev/pytest-xdist#1386)
+        # group is scheduled together, an author's own included
         return
     assert len({ran[f"test_model.py::test_a[{i}]"] for i in range(4)}) == 1
     assert len({ran[f"test_model.py::test_b[{i}]"] for i in range(4)}) == 1
