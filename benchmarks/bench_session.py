@@ -11,7 +11,8 @@ cache-hit session of each kind (the bundles' sidecars, and the ONNX and engine s
 every shape (C configs, T tests per config), serial and with ``-n 2 --dist <--dist>``:
 
 * with the plugin: the C x T tests, each marked ``@pytest.mark.trt(config)`` and using ``trt_engine``;
-* without it (``-p no:trt``): the same tests, each reading its engine's bytes from a copy of the cached plan.
+* without it (``-p no:trt``): the same tests, each config's engine read once (a module fixture) from a copy of
+  the cached plan, as a suite without the plugin loads its prebuilt engines.
 
 The CPU time (user + system, workers included) the plugin adds is fitted as ``fixed + a * C + b * C * T``
 over the shapes.  Prints a against 5 ms per config and b against 1 ms per test, serial and ``-n 2``, and the
@@ -61,9 +62,13 @@ import os
 import pytest
 from pathlib import Path
 
+@pytest.fixture(scope="module")
+def engine():
+    return (Path(__file__).parent / "plans" / "m{i}.plan").read_bytes()
+
 @pytest.mark.parametrize("k", range(int(os.environ["BENCH_TESTS"])))
-def test_m{i}(k):
-    assert (Path(__file__).parent / "plans" / "m{i}.plan").read_bytes()
+def test_m{i}(engine, k):
+    assert engine
 '''
 
 
