@@ -7,6 +7,11 @@ Artifact folder layout (also the engine-cache entry and the core of a bundle)::
                    a multi-line message continues on unprefixed lines, as trtexec prints it
     config.json    the pinned config and the effective config read back from the builder
     build.json     versions, device, durations, hashes, per-message times
+
+A cache entry read once also gets ``engine.plan.verified``: the engine file's identity (size, mtime, ctime,
+inode) and the sha256 it was verified to have; while the identity is unchanged the next reader takes that
+digest instead of hashing the engine again (a cache of a verification, not evidence; see
+:func:`pytest_trt.common.fileio.read_stamp`).
 """
 
 from __future__ import annotations
@@ -15,12 +20,15 @@ import dataclasses
 import functools
 import hashlib
 import json
+import os
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_trt.common.background import Future, on_thread
+from pytest_trt.common.fileio import FileKey, file_identity, read_stamp, write_stamp
 from pytest_trt.common.logtext import (
     LOG_FILE,
     SEVERITIES,
@@ -41,6 +49,8 @@ ARTIFACT_SCHEMA = 1
 ENGINE_FILE = "engine.plan"
 CONFIG_FILE = "config.json"
 BUILD_FILE = "build.json"
+#: the engine's verified sha256 by its file identity (written beside a cache entry's engine after a verified read)
+ENGINE_STAMP_FILE = "engine.plan.verified"
 
 
 class EngineDigest:
@@ -279,10 +289,16 @@ class BuildResult:
         entry's ``entry.json``).  Every file is read once and checked from memory; the engine is
         hashed on a thread while the other files are read and the log is rebuilt.
         """
-        engine = (folder / ENGINE_FILE).read_bytes()
-        pending = EngineDigest(engine) if len(engine) >= HASH_THREAD_BYTES else None
+        started = time.time_ns()
+        engine, identity = _read_with_identity(folder / ENGINE_FILE)
+        stamp = folder / ENGINE_STAMP_FILE
+        stamped = read_stamp(identity, at=stamp) if identity is not None else None
+        pending = EngineDigest(engine) if stamped is None and len(engine) >= HASH_THREAD_BYTES else None
         result, recorded = cls._read_rest(folder, engine, digests or {})
-        engine_sha256 = pending.hexdigest() if pending is not None else hashlib.sha256(engine).hexdigest()
+        if stamped is not None:
+            engine_sha256 = stamped
+        else:
+            engine_sha256 = pending.hexdigest() if pending is not None else hashlib.sha256(engine).hexdigest()
         if digests is not None and ENGINE_FILE in digests and engine_sha256 != digests[ENGINE_FILE]:
             raise ValueError(f"{ENGINE_FILE} does not match its sha256")
         if engine_sha256 != recorded:
@@ -290,6 +306,8 @@ class BuildResult:
         result.__dict__["engine_sha256"] = engine_sha256  # hashed once: the cached_property's value
         if digests is not None:
             result.__dict__["_verified_digests"] = dict(digests)
+        if stamped is None and identity is not None:
+            write_stamp(identity, engine_sha256, hashed_at=started, at=stamp)  # the next session reads this
         return result
 
     def set_clock(self, started: str, finished: str) -> None:
@@ -352,6 +370,17 @@ class BuildResult:
 #: engines at least this large are hashed on a thread while the entry's other files are read; a smaller
 #: one (0.5 MB: 0.3 ms) costs less to hash inline than a thread costs to start and join
 HASH_THREAD_BYTES = 4 << 20
+
+
+def _read_with_identity(path: Path) -> tuple[bytes, FileKey | None]:
+    """The file's bytes, and its identity when it kept the same one from before the read to after it."""
+    with open(path, "rb") as fh:
+        before = file_identity(path, os.fstat(fh.fileno()))
+        data = fh.read()
+        after = file_identity(path, os.fstat(fh.fileno()))
+    return data, (after if after == before else None)
+
+
 def backend_version_of(build: Mapping[str, Any]) -> str:
     """The backend library version a ``build.json`` object records, as written by any release; ``""`` when none.
 

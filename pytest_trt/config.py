@@ -241,7 +241,7 @@ class BuildConfig:
     @property
     def onnx_sha256(self) -> str:
         self.check_files()
-        return sha256_file(self.onnx, memo=True)  # memoised by path, size, mtime, ctime, inode
+        return sha256_file(self.onnx, memo=True, stamped=True)  # memoised by path, size, mtime, ctime, inode
 
     @property
     def data_sha256(self) -> str | None:

@@ -245,22 +245,35 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
+@functools.cache
+def _fields_of(cls: type) -> tuple[tuple[str, bool, Any], ...]:
+    """(name, required, type hint) of each field of the dataclass ``cls``."""
+    hints = _hints(cls)
+    return tuple((f.name, f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+                  hints[f.name]) for f in dataclasses.fields(cls))
+
+
+@functools.cache
+def _shape(hint: Any) -> tuple[bool, Any, tuple[Any, ...]]:
+    """(whether ``hint`` is a dataclass, its origin, its arguments), worked out once per hint."""
+    return dataclasses.is_dataclass(hint) and isinstance(hint, type), typing.get_origin(hint), typing.get_args(hint)
+
+
 def _check_dataclass(doc: Any, cls: type, where: str) -> None:
     _expect(doc, where, dict)
-    hints = _hints(cls)
-    for f in dataclasses.fields(cls):
-        if f.name not in doc:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise SchemaError(_at(where, f.name), "required key is missing")
+    for name, required, hint in _fields_of(cls):
+        if name not in doc:
+            if required:
+                raise SchemaError(_at(where, name), "required key is missing")
             continue
-        _check_value(doc[f.name], hints[f.name], _at(where, f.name))
+        _check_value(doc[name], hint, _at(where, name))
 
 
 def _check_value(value: Any, hint: Any, where: str) -> None:
-    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+    is_dataclass, origin, args = _shape(hint)
+    if is_dataclass:
         _check_dataclass(value, hint, where)
         return
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -247,7 +248,7 @@ def _json(path: Path, name: str, data: bytes) -> dict[str, Any]:
         raise _fail(path, f"is not UTF-8 JSON ({exc})", name) from None
     if not isinstance(doc, dict) or b.canonical_json(doc) != data:
         raise _fail(path, "is not a canonical JSON object", name)
-    if _depth(doc) > MAX_JSON_DEPTH:
+    if _depth(data, MAX_JSON_DEPTH) > MAX_JSON_DEPTH:
         raise _fail(path, f"nests deeper than {MAX_JSON_DEPTH} levels (readers recurse over it)", name)
     try:
         _SCHEMA_CHECKS[name](doc)
@@ -256,15 +257,21 @@ def _json(path: Path, name: str, data: bytes) -> dict[str, Any]:
     return doc
 
 
-def _depth(doc: Any) -> int:
-    """Nesting depth of a JSON value, without recursion."""
-    deepest, stack = 0, [(doc, 1)]
-    while stack:  # containers only: build.json's log index holds thousands of scalars
-        value, level = stack.pop()
-        deepest = max(deepest, level)
-        children = value.values() if isinstance(value, dict) else value
-        stack.extend((v, level + 1) for v in children if isinstance(v, (dict, list)))
-    return deepest
+#: a JSON string (escapes included), and an innermost empty container once strings and scalars are gone
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_INNERMOST = re.compile(rb"\[\]|\{\}")
+_NOT_BRACKET = bytes(c for c in range(256) if c not in b"[]{}")
+
+
+def _depth(data: bytes, limit: int) -> int:
+    """Nesting depth of the containers of the JSON text ``data`` (valid JSON), counted on its bytes: strings are
+    removed, then everything but brackets, then each pass removes the innermost containers; stops past ``limit``."""
+    brackets = _JSON_STRING.sub(b"", data).translate(None, _NOT_BRACKET)
+    depth = 0
+    while brackets and depth <= limit:
+        brackets = _INNERMOST.sub(b"", brackets)
+        depth += 1
+    return depth
 
 
 def _check_log(path: Path, data: bytes) -> None:

@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -294,17 +295,22 @@ def prefetch_sha256(path: Path | str) -> bool:
     return True
 
 
-def sha256_file(path: Path | str, *, memo: bool = False) -> str:
+def sha256_file(path: Path | str, *, memo: bool = False, stamped: bool = False) -> str:
     """sha256 hex of a file's bytes, read in 1 MiB blocks.
 
     With ``memo``, a file whose path, size, mtime, ctime and inode are unchanged is not read again, and a hash
     :func:`prefetch_sha256` started for the file as it is now is waited for instead of hashing it again.
+    With ``stamped`` too, the digest is also kept across processes in the folder :func:`set_stamp_folder`
+    named (see :func:`read_stamp`): the next session, or another xdist worker, reads it instead of hashing.
     """
     key: FileKey | None = None
     if memo:
         key = file_identity(path, os.stat(path))
         known = _SHA256_MEMO.get(key)
         if known is not None:
+            return known
+        if stamped and (known := read_stamp(key)) is not None:
+            _remember(key, known)
             return known
         pending = _PENDING.pop(key, None)
         if pending is not None:
@@ -315,11 +321,71 @@ def sha256_file(path: Path | str, *, memo: bool = False) -> str:
             if stable:
                 _remember(key, digest)
                 return digest
-    with open(path, "rb") as fh:
-        digest = _sha256_of(fh)
-    if key is not None:
-        _remember(key, digest)
+    if key is None:
+        with open(path, "rb") as fh:
+            return _sha256_of(fh)
+    started = time.time_ns()
+    digest, stable = _hash_stable(path, key)
+    if not stable:  # changed while it was read: this digest belongs to no identity; hash what is there now
+        return sha256_file(path)
+    _remember(key, digest)
+    if stamped:
+        write_stamp(key, digest, hashed_at=started)
     return digest
+
+
+#: where :func:`sha256_file` keeps its stamps across processes (None: nowhere)
+_STAMP_FOLDER: list[Path | None] = [None]
+#: a file changed less than this long before it was hashed gets no stamp: file times tick coarsely (a few ms), so
+#: a rewrite of the same size within one tick would keep the identity; a second later it cannot
+STAMP_SETTLE_NS = 1_000_000_000
+
+
+def set_stamp_folder(folder: Path | None) -> None:
+    """Keep :func:`sha256_file` stamps (``stamped=True``) in ``folder`` (an engine cache's ``identity/``)."""
+    _STAMP_FOLDER[0] = None if folder is None else Path(folder)
+
+
+def _stamp_path(key: FileKey) -> Path | None:
+    folder = _STAMP_FOLDER[0]
+    if folder is None:
+        return None
+    return folder / hashlib.sha256(key[0].encode("utf-8", "surrogateescape")).hexdigest()  # one stamp per path
+
+
+def read_stamp(key: FileKey, at: Path | None = None) -> str | None:
+    """The sha256 a stamp records for the file of identity ``key`` (:func:`file_identity`), or None.
+
+    ``at``: the stamp's own path (default: in the folder :func:`set_stamp_folder` named, one per file path).
+
+    A stamp is a cache, not evidence: one line naming the identity (path, size, mtime_ns, ctime_ns, inode) and
+    the digest, honoured only while the file's identity is exactly that; a write to the file changes its ctime
+    (which ``os.utime`` cannot set back), a replacement its inode.  One stamp per path: a new digest replaces it.
+    """
+    path = at or _stamp_path(key)
+    if path is None:
+        return None
+    try:
+        stamp = json.loads(path.read_bytes())
+        if stamp["identity"] == list(key) and isinstance(stamp["sha256"], str) and len(stamp["sha256"]) == 64:
+            return str(stamp["sha256"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
+def write_stamp(key: FileKey, digest: str, *, hashed_at: int, at: Path | None = None) -> bool:
+    """Record ``digest`` for the file of identity ``key``, read from ``hashed_at`` (``time.time_ns()``) on;
+    best effort, no fsync (a lost stamp costs one hash).  Not written for a file that changed less than
+    :data:`STAMP_SETTLE_NS` before it was read.  True when written."""
+    path = at or _stamp_path(key)
+    if path is None or hashed_at - max(key[2], key[3]) < STAMP_SETTLE_NS:
+        return False
+    try:
+        write_text_atomic(path, json.dumps({"identity": list(key), "sha256": digest}) + "\n", fsync=False)
+    except OSError:
+        return False
+    return True
 
 
 def known_sha256(key: FileKey) -> str | None:

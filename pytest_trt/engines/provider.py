@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from pytest_trt import artifact
 from pytest_trt.backends.request import BuildRequest
 from pytest_trt.common.background import Future, on_thread
+from pytest_trt.common.fileio import set_stamp_folder
 from pytest_trt.common.logtext import format_log
 from pytest_trt.common.progress import listening
 from pytest_trt.engines.cache import EngineCache
@@ -69,6 +70,7 @@ class EngineProvider:
         from pytest_trt.calibration.store import set_store_root
 
         set_store_root(Path(cache_dir) / "calibration")  # explicit INT8 calibrations, stored with the engines
+        set_stamp_folder(Path(cache_dir) / "identity")  # ONNX digests by file identity, shared across sessions
         self.build_enabled = build
         self.rebuild = rebuild
         self.build_flag = build_flag

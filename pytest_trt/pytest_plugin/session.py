@@ -194,7 +194,8 @@ class TrtSession:
             self.pinning = pinning("", None)
         return header_lines(self.provider) + header(config, self.pinning)
 
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+    @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which reads the xdist_group marks added here
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         marked = [(item, mark) for item in items for mark in item.iter_markers(opt.MARKER)]
         if not marked:  # a run without trt tests loads none of pytest-trt's modules
             return
@@ -208,6 +209,10 @@ class TrtSession:
         ]
         if problems:
             raise pytest.UsageError("invalid trt markers:\n  " + "\n  ".join(problems))
+        if getattr(config.option, "loadgroup", False):  # an xdist worker under --dist loadgroup
+            from pytest_trt.pytest_plugin.grouping import group_by_config
+
+            group_by_config(marked)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """The first golden test's golden starts being checked on another core now (not in an xdist worker, which

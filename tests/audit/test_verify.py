@@ -175,3 +175,59 @@ def test_manifest_must_be_canonical():
     for bad in (good.upper(), good[:-1], good.replace(b"  ", b" "), b"%s  b.json\n%s  a.json\n" % (b"1" * 64, b"a" * 64)):
         with pytest.raises(ValueError):
             parse_manifest(bad)
+
+
+def test_a_gzip_member_appended_after_the_bundle_is_refused(tmp_path, signed_bundle):
+    """A second gzip stream after the writer's: a gzip reader reads on into it; the file is not the writer's."""
+    import gzip
+
+    path = tmp_path / "appended.tar.gz"
+    path.write_bytes(signed_bundle.read_bytes() + gzip.compress(bytes(1024)))  # zeros: read as tar padding
+    with pytest.raises(BundleIntegrityError, match="the file differs from byte"):
+        verify_bundle(path)
+    path.write_bytes(signed_bundle.read_bytes() + b"\0" * 16)  # zero padding after the last gzip member
+    with pytest.raises(BundleIntegrityError, match="not a readable tar.gz archive"):
+        verify_bundle(path)
+
+
+@pytest.mark.parametrize("cut", [1, 4, 8, 9])
+def test_a_bundle_cut_inside_its_last_gzip_trailer_is_truncated(tmp_path, signed_bundle, cut):
+    """The last 8 bytes are the CRC-32 and length of the last gzip member: a file ending before them is refused as
+    truncated, before any member is trusted."""
+    path = tmp_path / "cut.tar.gz"
+    path.write_bytes(signed_bundle.read_bytes()[:-cut])
+    with pytest.raises(BundleIntegrityError, match=r"the file ends inside a gzip member \(truncated file\)"):
+        verify_bundle(path)
+
+
+def test_a_bundle_with_a_wrong_crc_in_a_gzip_trailer_is_refused(tmp_path, signed_bundle):
+    raw = bytearray(signed_bundle.read_bytes())
+    raw[-8] ^= 0x01  # CRC-32 of the last gzip member
+    path = tmp_path / "crc.tar.gz"
+    path.write_bytes(bytes(raw))
+    with pytest.raises(BundleIntegrityError, match="not a readable tar.gz archive"):
+        verify_bundle(path)
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 63, 64, 65, 130])
+def test_json_depth_is_counted_on_the_bytes_exactly(depth):
+    """Nesting built to a known depth, with brackets and escaped quotes inside strings that must not count."""
+    import json
+
+    from pytest_trt.audit.verify import MAX_JSON_DEPTH, _depth
+
+    doc: object = {"a": "[{\\\"[", "b": 1}
+    for i in range(depth - 1):
+        doc = [doc, "]}\""] if i % 2 == 0 else {"k[": doc, "s": "{"}
+    assert _reference_depth(doc) == depth  # the construction, counted independently
+    found = _depth(json.dumps(doc, separators=(",", ":")).encode(), MAX_JSON_DEPTH)
+    assert found == depth if depth <= MAX_JSON_DEPTH else found > MAX_JSON_DEPTH
+
+
+def _reference_depth(value: object) -> int:
+    """Containers' nesting depth, recursively."""
+    if isinstance(value, dict):
+        return 1 + max((_reference_depth(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_reference_depth(v) for v in value), default=0)
+    return 0

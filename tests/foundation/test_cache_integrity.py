@@ -62,3 +62,67 @@ def test_a_cache_hit_keeps_the_log_as_text_until_used_and_then_gives_every_entry
     assert pickle.loads(pickle.dumps(loaded)).log == result.log
     with pytest.raises(AttributeError, match="no attribute 'lgo'"):
         loaded.lgo  # noqa: B018  (other names are not served by the lazy log)
+
+
+def _engine_hashes(monkeypatch, engine: bytes) -> list[int]:  # type: ignore[no-untyped-def]
+    """Counts the sha256 objects made over the engine's bytes while a cache entry is read."""
+    import hashlib
+
+    from pytest_trt import artifact
+
+    calls: list[int] = []
+    real = hashlib.sha256
+
+    def counting(data: bytes = b"") -> object:
+        if len(data) == len(engine):
+            calls.append(1)
+        return real(data)
+
+    monkeypatch.setattr(artifact.hashlib, "sha256", counting)
+    monkeypatch.setattr(artifact, "HASH_THREAD_BYTES", 1 << 40)  # inline, where the count sees it
+    return calls
+
+
+def test_a_hit_stamps_the_engine_and_the_next_hit_takes_its_digest_without_hashing(tmp_path, result, monkeypatch):
+    import hashlib
+    import json
+
+    from pytest_trt.common import fileio
+
+    monkeypatch.setattr(fileio, "STAMP_SETTLE_NS", -(10**12))  # stamp a file written just now
+    cache = EngineCache(tmp_path)
+    folder = cache.store(KEY_A, result)
+    expected = hashlib.sha256(result.engine).hexdigest()  # before the count starts (it patches hashlib itself)
+    calls = _engine_hashes(monkeypatch, result.engine)
+    assert cache.load(KEY_A) is not None and calls == [1]  # verified by hashing, then stamped
+    stamp = json.loads((folder / "engine.plan.verified").read_text())
+    st = (folder / "engine.plan").stat()
+    assert stamp == {"identity": [str(folder / "engine.plan"), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino],
+                     "sha256": expected}
+    assert (folder / "engine.plan").read_bytes() == result.engine
+    loaded = cache.load(KEY_A)
+    assert loaded is not None and calls == [1]  # the stamp's digest: not hashed again
+    assert loaded.engine_sha256 == expected and loaded == result
+
+
+def test_an_engine_edited_in_place_after_its_stamp_is_hashed_again_and_refused(tmp_path, result, monkeypatch):
+    import os
+
+    from pytest_trt.common import fileio
+
+    monkeypatch.setattr(fileio, "STAMP_SETTLE_NS", -(10**12))
+    cache = EngineCache(tmp_path)
+    folder = cache.store(KEY_A, result)
+    assert cache.load(KEY_A) is not None and (folder / "engine.plan.verified").is_file()
+    engine = folder / "engine.plan"
+    st = engine.stat()
+    with open(engine, "r+b") as fh:  # one byte, same size, mtime put back: only ctime shows the edit
+        fh.seek(st.st_size // 2)
+        byte = fh.read(1)
+        fh.seek(st.st_size // 2)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    os.utime(engine, ns=(st.st_atime_ns, st.st_mtime_ns))
+    calls = _engine_hashes(monkeypatch, result.engine)
+    with pytest.raises(CacheCorrupt, match=r"is corrupt \(engine.plan does not match its sha256\)"):
+        cache.load(KEY_A)
+    assert calls == [1]

@@ -1,0 +1,188 @@
+"""What a cache-hit session adds per config and per test, serial and under ``-n 2`` (run by hand).
+
+    PYTHONPATH=. python benchmarks/bench_session.py [--model mnv2_224|example] [--rounds 3] [--dist load]
+                                                    [--compare CHECKOUT]
+
+A temporary project holds ``max(--configs)`` configs, each its own copy of one ONNX model (the torchvision-size
+MobileNetV2 of ``benchmarks/models.py``, a 14 MB file: every config's ONNX is a file of its own to hash) with
+its own engine (maximum batch 8 + i).  One session with ``--trt-engine-build`` fills the cache, then an untimed
+cache-hit session of each kind (the bundles' sidecars, and the ONNX and engine stamps, see
+``pytest_trt.common.fileio.read_stamp``, are written once).  Then, alternating, in fresh pytest processes, for
+every shape (C configs, T tests per config), serial and with ``-n 2 --dist <--dist>``:
+
+* with the plugin: the C x T tests, each marked ``@pytest.mark.trt(config)`` and using ``trt_engine``;
+* without it (``-p no:trt``): the same tests, each config's engine read once (a module fixture) from a copy of
+  the cached plan, as a suite without the plugin loads its prebuilt engines.
+
+The CPU time (user + system, workers included) the plugin adds is fitted as ``fixed + a * C + b * C * T``
+over the shapes.  Prints a against 5 ms per config and b against 1 ms per test, serial and ``-n 2``, and the
+``-n 2`` slope against the serial one (target: no more), with the 1-minute load average.  ``--compare
+CHECKOUT``: the plugin imported from another checkout, in the same rounds (a before/after pair).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CONFTEST = '''
+from pathlib import Path
+from pytest_trt import BuildConfig, Profile
+
+HERE = Path(__file__).parent
+HW = {hw}
+CONFIGS = [BuildConfig(name=f"m{{i}}", version="1.0.0", onnx=HERE / "models" / f"m{{i}}.onnx",
+                       profiles=[Profile(input=((1, 3, HW, HW), (4, 3, HW, HW), (8 + i, 3, HW, HW)))])
+           for i in range({n})]
+'''
+
+WITH = '''
+import os
+import pytest
+from conftest import CONFIGS
+
+@pytest.mark.parametrize("k", range(int(os.environ["BENCH_TESTS"])))
+@pytest.mark.trt(CONFIGS[{i}])
+def test_m{i}(trt_engine, k):
+    assert trt_engine.result.engine
+'''
+
+WITHOUT = '''
+import os
+import pytest
+from pathlib import Path
+
+@pytest.fixture(scope="module")
+def engine():
+    return (Path(__file__).parent / "plans" / "m{i}.plan").read_bytes()
+
+@pytest.mark.parametrize("k", range(int(os.environ["BENCH_TESTS"])))
+def test_m{i}(engine, k):
+    assert engine
+'''
+
+
+def make_project(folder: Path, configs: int, model: str) -> None:
+    sys.path.insert(0, str(ROOT))
+    from examples.models import mobilenet_v2, save
+
+    (folder / "with" / "models").mkdir(parents=True)
+    (folder / "without").mkdir()
+    if model == "mnv2_224":
+        from benchmarks.models import mobilenet_v2_224
+
+        first, hw = save(mobilenet_v2_224(), folder / "with" / "models" / "m0.onnx"), 224
+    else:
+        first, hw = save(mobilenet_v2(), folder / "with" / "models" / "m0.onnx"), 32
+    for i in range(configs):
+        if i:
+            shutil.copyfile(first, folder / "with" / "models" / f"m{i}.onnx")
+        (folder / "with" / f"test_m{i}.py").write_text(WITH.format(i=i))
+        (folder / "without" / f"test_m{i}.py").write_text(WITHOUT.format(i=i))
+    (folder / "with" / "conftest.py").write_text(CONFTEST.format(n=configs, hw=hw))
+    for side in ("with", "without"):
+        (folder / side / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
+
+
+def pytest_cpu(folder: Path, configs: int, tests: int, *args: str, env: dict[str, str]) -> float:
+    """CPU seconds (user + system, the xdist workers included) of one pytest process over the first ``configs``."""
+    files = [f"test_m{i}.py" for i in range(configs)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", *files, *args], cwd=folder, capture_output=True,
+                          text=True, env={**env, "BENCH_TESTS": str(tests)})
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0 or f"{configs * tests} passed" not in proc.stdout:
+        sys.exit(f"pytest in {folder} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
+    return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
+def fit(points: list[tuple[int, int, float]]) -> tuple[float, float, float]:
+    """Least squares ``added = fixed + a * C + b * N`` over (C, N, added) points; (fixed, a, b) in seconds."""
+    import numpy as np
+
+    x = np.array([[1.0, c, n] for c, n, _ in points])
+    y = np.array([v for _, _, v in points])
+    fixed, a, b = np.linalg.lstsq(x, y, rcond=None)[0]
+    return float(fixed), float(a), float(b)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", choices=("mnv2_224", "example"), default="mnv2_224")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--configs", default="5,20")
+    ap.add_argument("--tests", default="1,10", help="tests per config")
+    ap.add_argument("--dist", default="load", help="xdist's --dist for the -n 2 sessions (load, loadgroup)")
+    ap.add_argument("--backend", default="tensorrt-rtx")
+    ap.add_argument("--compare", type=Path, metavar="CHECKOUT",
+                    help="also the plugin imported from another checkout (PYTHONPATH=CHECKOUT), same rounds")
+    args = ap.parse_args()
+    configs = [int(c) for c in args.configs.split(",")]
+    tests = [int(t) for t in args.tests.split(",")]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as an installed plugin runs
+    env["PYTHONPATH"] = str(ROOT)
+    plugins = {"plugin": env}
+    if args.compare is not None:
+        plugins["compare"] = {**env, "PYTHONPATH": str(args.compare.resolve())}
+    modes = {"serial": (), "-n 2": ("-n", "2", "--dist", args.dist)}
+    load = [os.getloadavg()[0]]
+    with tempfile.TemporaryDirectory(prefix="bench_session_") as tmp:
+        folder = Path(tmp)
+        make_project(folder, max(configs), args.model)
+        backend = f"--trt-backend={args.backend}"
+        pytest_cpu(folder / "with", max(configs), 1, "--trt-engine-build", backend, env=env)
+        (folder / "without" / "plans").mkdir()
+        for plan in (folder / "with" / ".trt_cache").rglob("engine.plan"):  # each entry's config names it
+            name = json.loads((plan.parent / "config.json").read_text())["pinned"]["name"]
+            shutil.copyfile(plan, folder / "without" / "plans" / f"{name}.plan")
+        for side_env in plugins.values():  # the first hit session of each kind writes sidecars and stamps
+            for mode in modes.values():
+                pytest_cpu(folder / "with", max(configs), 1, backend, *mode, env=side_env)
+        cpu: dict[tuple[str, str, int, int], list[float]] = {}
+        shapes = [(c, t) for c in configs for t in tests]
+        for r in range(args.rounds):
+            for mode_name, mode in modes.items():
+                for c, t in shapes:
+                    sides = [(name, folder / "with", (backend, *mode), e) for name, e in plugins.items()]
+                    sides.append(("without", folder / "without", ("-p", "no:trt", *mode), env))
+                    k = r % len(sides)
+                    for name, where, extra, side_env in sides[k:] + sides[:k]:  # each side first in turn
+                        cpu.setdefault((name, mode_name, c, t), []).append(
+                            pytest_cpu(where, c, t, *extra, env=side_env))
+    load.append(os.getloadavg()[0])
+    print(f"{args.model}, {args.rounds} rounds alternating, medians of CPU (user + system); "
+          f"1-min load {load[0]:.1f} -> {load[1]:.1f}")
+    slopes: dict[tuple[str, str], tuple[float, float, float]] = {}
+    for name in plugins:
+        for mode_name in modes:
+            points = []
+            for c, t in shapes:
+                with_s = statistics.median(cpu[(name, mode_name, c, t)])
+                without_s = statistics.median(cpu[("without", mode_name, c, t)])
+                points.append((c, c * t, with_s - without_s))
+                print(f"  {name:8} {mode_name:6} C={c:3} T={t:3}: with {with_s:6.2f} s, without {without_s:6.2f} s, "
+                      f"added {(with_s - without_s) * 1000:7.0f} ms")
+            slopes[(name, mode_name)] = fit(points)
+    for (name, mode_name), (fixed, a, b) in slopes.items():
+        print(f"{name:8} {mode_name:6}: added = {fixed * 1000:.0f} ms + {a * 1000:.2f} ms x configs + "
+              f"{b * 1000:.2f} ms x tests;  per config {a * 1000:.2f} ms (target <= 5: "
+              f"{'MET' if a <= 0.005 else 'NOT MET'}), per test {b * 1000:.2f} ms (target <= 1: "
+              f"{'MET' if b <= 0.001 else 'NOT MET'})")
+    for name in plugins:
+        serial, xdist = slopes[(name, "serial")][1], slopes[(name, "-n 2")][1]
+        print(f"{name:8} -n 2 per-config slope {xdist * 1000:.2f} ms vs serial {serial * 1000:.2f} ms   "
+              f"(target: no more than serial)   {'MET' if xdist <= serial else 'NOT MET'}")
+
+
+if __name__ == "__main__":
+    main()
