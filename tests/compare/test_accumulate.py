@@ -89,8 +89,8 @@ def test_float_logits_are_class_scores_without_labels(name: str) -> None:
     assert expected < 1.0
     acc = OutputAccumulator(name, golden, max_label=None)
     acc.update(0, obtained)
-    assert acc.classifier and acc.result(32, None, None, None).top1_agreement == pytest.approx(expected)
+    assert acc.classifier and acc.result(32, None).top1_agreement == pytest.approx(expected)
     for other in ("features", "scores", "embedding"):
         control = OutputAccumulator(other, golden, max_label=None)
         control.update(0, obtained)
-        assert not control.classifier and control.result(32, None, None, None).top1_agreement is None
+        assert not control.classifier and control.result(32, None).top1_agreement is None
