@@ -316,8 +316,9 @@ class Catalog:
         if not prefix or prefix.strip("0123456789abcdef"):
             raise ValueError(f"{sha_prefix!r} is not a sha256 prefix (hexadecimal digits)")
         return [public_row(r) for r in self.rows(
-            "SELECT * FROM bundles WHERE (sha256 >= :p AND sha256 < :q) OR (engine_sha256 >= :p AND engine_sha256 < :q) "
-            "ORDER BY created, sha256", {"p": prefix, "q": prefix + "g"})]  # 'g' follows every hex digit
+            "SELECT * FROM bundles WHERE (sha256 >= :p AND sha256 < :q) "
+            "OR (engine_sha256 >= :p AND engine_sha256 < :q) ORDER BY created, sha256",
+            {"p": prefix, "q": prefix + "g"})]  # 'g' follows every hex digit
 
     def details(self, sha256: str) -> dict[str, list[dict[str, Any]]]:
         """Verdicts and approvals of one bundle's lineage (see :data:`LINEAGE`); its pushes and registrations."""

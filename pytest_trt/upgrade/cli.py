@@ -43,23 +43,47 @@ def cmd_log_diff(args: argparse.Namespace, records: tuple[Any, Any] | None = Non
     return EXIT_OK if result.diff.is_empty else EXIT_FAILED
 
 
+#: the catalog ``upgrade-report`` reads verified facts from when no --db is given and this file exists
+DEFAULT_DB = Path("trt-bundles") / "catalog.sqlite"
+
+
+def _reader(args: argparse.Namespace) -> Any:
+    from pytest_trt.audit.facts import FactsReader
+    from pytest_trt.errors import CatalogError
+    from pytest_trt.upgrade.pairing import catalog_lookup
+
+    db = args.db if args.db is not None else (DEFAULT_DB if DEFAULT_DB.is_file() else None)
+    lookup = None
+    if db is not None and not args.reverify:
+        try:
+            lookup = catalog_lookup(db)
+        except CatalogError as exc:
+            if args.db is not None:
+                raise CommandInputError(exc.message) from None
+    return FactsReader(lookup=lookup, reverify=args.reverify)
+
+
 def cmd_upgrade_report(args: argparse.Namespace) -> int:
     from pytest_trt.errors import PairingError
     from pytest_trt.upgrade.report import make_report, summary_lines, write_html
 
+    reader = _reader(args)
     try:
-        report = make_report(args.old, args.new, mask_tactics=not args.tactics, localize=args.localize)
+        report = make_report(args.old, args.new, mask_tactics=not args.tactics, localize=args.localize,
+                             reader=reader)
     except PairingError as exc:
         raise CommandInputError(str(exc)) from None
+    read = {"from_verified_facts": reader.from_facts, "verified_now": reader.verified}
     html, digest = None, None
     if not args.no_html:
         html = Path(args.output)
         digest = write_html(report, html, tactics=args.tactics)
     if args.json:
-        print(json.dumps({**report.to_dict(), "html": str(html) if html else None, "html_sha256": digest},
-                         indent=2, sort_keys=True, default=str))
+        print(json.dumps({**report.to_dict(), "html": str(html) if html else None, "html_sha256": digest,
+                          "bundles_read": read}, indent=2, sort_keys=True, default=str))
     else:
         print("\n".join(summary_lines(report, html=html, digest=digest)))
+        print(f"bundles: {reader.from_facts} read from verified facts, {reader.verified} verified now")
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
@@ -86,4 +110,9 @@ def register_upgrade(groups: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--tactics", action="store_true", help="list tactic changes in the main view")
     p.add_argument("--localize", action="store_true",
                    help="for ONNX Runtime configs whose outputs regressed, find the first diverging ONNX node")
+    p.add_argument("--reverify", action="store_true",
+                   help="verify every bundle completely (by default a bundle unchanged since it was verified, by "
+                        "its sidecar or a catalog row, is read from those verified facts)")
+    p.add_argument("--db", type=Path, metavar="CATALOG",
+                   help=f"a catalog to read verified facts from (default {DEFAULT_DB} when it exists; read-only)")
     p.set_defaults(func=cmd_upgrade_report)

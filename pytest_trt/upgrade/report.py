@@ -5,13 +5,16 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from pytest_trt.audit.facts import FactsReader
 from pytest_trt.upgrade.model import REGRESSION, UNCHANGED, UpgradeReport, build_report
 from pytest_trt.upgrade.pairing import VERIFY_STAGE, load_run, pair_runs
 
 
-def make_report(old: str, new: str, *, mask_tactics: bool = True, localize: bool = False) -> UpgradeReport:
+def make_report(old: str, new: str, *, mask_tactics: bool = True, localize: bool = False,
+                reader: FactsReader | None = None) -> UpgradeReport:
     """The review of run ``old`` against run ``new`` (folders, bundles, or comma-joined bundles)."""
-    pairing = pair_runs(load_run(old), load_run(new))
+    reader = reader or FactsReader()  # one reader for both runs: a file in both is read once
+    pairing = pair_runs(load_run(old, reader), load_run(new, reader))
     report = build_report(pairing, old_label=old, new_label=new, mask_tactics=mask_tactics)
     if localize:
         from pytest_trt.upgrade.localize import localize_report

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -46,7 +47,7 @@ def synthetic_entries(n: int) -> list[CatalogEntry]:
         entries.append(CatalogEntry(
             sha256=sha, path=path, size=1000, config_name=f"model_{i % 20}", config_version="1.0", backend=backend,
             backend_version=version, cuda_runtime="12.4", cuda_driver="550", device=device,
-            device_json='{"kind":"gpu","name":"%s"}' % device if device else '{"kind":"cpu"}',
+            device_json=json.dumps({"kind": "gpu", "name": device}) if device else '{"kind":"cpu"}',
             engine_sha256=engine, engine_included=True, onnx_sha256=sha, config_hash=sha[:16], config_sha256=sha,
             calibration_algorithm=("minmax", "entropy2", None)[i % 3], calibration_cache_sha256=None,
             git_commit=sha[:40], git_dirty=False, created=f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}T00:00:00Z",
