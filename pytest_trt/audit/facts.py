@@ -233,7 +233,7 @@ class FactsReader:
             members, hashes = read_members(path)
             if members_digest(members[MANIFEST], members.get(SIGNATURE)) != known.members_sha256:
                 return None
-            if identity(os.stat(path)) != known.identity:
+            if identity(os.stat(path)) != identity(before):  # changed while it was read
                 return None
             return facts_bundle(path, members, hashes, known.sha256)
         except (OSError, ValueError, ArchiveError, KeyError):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from pytest_trt.catalog.store import Catalog, public_row
+from pytest_trt.catalog.store import Catalog
 
 VERDICT_ALIASES = {"regression": ("fail", "regression"), "fail": ("fail", "regression")}
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdwy])$")
@@ -143,11 +143,11 @@ def where(f: Filters) -> tuple[str, list[Any]]:
 def query(catalog: Catalog, f: Filters) -> list[dict[str, Any]]:
     """Matching bundles, oldest first, each with its lineage's verdict names and approval count."""
     clause, params = where(f)
-    sql = (f"SELECT b.*, b.lineage_verdicts AS verdicts, b.lineage_approvals AS approvals FROM bundles b {clause} "
-           "ORDER BY b.created, b.sha256")
+    sql = (f"SELECT {catalog.public_columns('b')}, b.lineage_verdicts AS verdicts, b.lineage_approvals AS approvals "
+           f"FROM bundles b {clause} ORDER BY b.created, b.sha256")
     if f.limit is not None:
         sql += f" LIMIT {int(f.limit)}"
-    return [public_row(row) for row in catalog.rows(sql, params)]
+    return catalog.rows(sql, params)
 
 
 def history(catalog: Catalog, config: str, *, include_all: bool = False, since: str | None = None

@@ -33,13 +33,6 @@ BATCH = 200
 FileKey = tuple[int, int, int, int, str]
 
 
-def public_row(row: dict[str, Any]) -> dict[str, Any]:
-    """``row`` without the columns that serve queries and the known-file check."""
-    for column in INTERNAL_COLUMNS:
-        row.pop(column, None)
-    return row
-
-
 @dataclass(frozen=True)
 class AddResult:
     """What happened to one path given to :meth:`Catalog.add_paths`."""
@@ -146,6 +139,15 @@ class Catalog:
         self.path = Path(path)
         self.read_only = read_only
         self.conn = connect(self.path, read_only=read_only)
+        self._devices: dict[tuple[str | None, str | None], int] = {}
+        self._public: str | None = None
+
+    def public_columns(self, alias: str) -> str:
+        """``alias.column, ...`` of every ``bundles`` column a user reads (see :data:`INTERNAL_COLUMNS`)."""
+        if self._public is None:
+            names = [str(r[1]) for r in self.conn.execute("PRAGMA table_info(bundles)")]
+            self._public = ", ".join("{a}." + n for n in names if n not in INTERNAL_COLUMNS)
+        return self._public.format(a=alias)
 
     def __enter__(self) -> Catalog:
         return self
@@ -158,10 +160,13 @@ class Catalog:
 
     # -- writing ----------------------------------------------------------------
     def _device_id(self, device: str | None, device_json: str | None) -> int:
-        self.conn.execute("INSERT OR IGNORE INTO devices (device, device_json) VALUES (?, ?)", (device, device_json))
-        return int(self.conn.execute("SELECT id FROM devices WHERE ifnull(device, '') = ifnull(?, '') "
-                                     "AND ifnull(device_json, '') = ifnull(?, '')",
-                                     (device, device_json)).fetchone()[0])
+        key = (device, device_json)
+        if key not in self._devices:  # a device row is never deleted: its id can be kept for the connection
+            self.conn.execute("INSERT OR IGNORE INTO devices (device, device_json) VALUES (?, ?)", key)
+            self._devices[key] = int(self.conn.execute(
+                "SELECT id FROM devices WHERE ifnull(device, '') = ifnull(?, '') "
+                "AND ifnull(device_json, '') = ifnull(?, '')", key).fetchone()[0])
+        return self._devices[key]
 
     def _refresh_lineage(self, path: str, engine_sha256: str) -> None:
         """Recompute one lineage's verdict names (``lineage_verdicts``) and its rows' verdict and approval columns."""
@@ -186,8 +191,8 @@ class Catalog:
         cur = self.conn.execute(
             f"INSERT OR IGNORE INTO bundles ({', '.join(cols)}) VALUES ({', '.join(':' + c for c in cols)})", cols)
         added = cur.rowcount == 1
-        before = self.conn.execute("SELECT path, engine_sha256 FROM bundles WHERE sha256 = ?",
-                                   (entry.sha256,)).fetchone()
+        before = {"path": entry.path, "engine_sha256": entry.engine_sha256} if added else self.conn.execute(
+            "SELECT path, engine_sha256 FROM bundles WHERE sha256 = ?", (entry.sha256,)).fetchone()
         self.conn.execute("UPDATE bundles SET superseded_by = :sha WHERE path = :path AND sha256 != :sha "
                           "AND superseded_by IS NULL", {"sha": entry.sha256, "path": entry.path})
         self.conn.execute("UPDATE bundles SET superseded_by = NULL, path = :path WHERE sha256 = :sha",
@@ -315,10 +320,9 @@ class Catalog:
         prefix = sha_prefix.lower()
         if not prefix or prefix.strip("0123456789abcdef"):
             raise ValueError(f"{sha_prefix!r} is not a sha256 prefix (hexadecimal digits)")
-        return [public_row(r) for r in self.rows(
-            "SELECT * FROM bundles WHERE (sha256 >= :p AND sha256 < :q) "
-            "OR (engine_sha256 >= :p AND engine_sha256 < :q) ORDER BY created, sha256",
-            {"p": prefix, "q": prefix + "g"})]  # 'g' follows every hex digit
+        return self.rows(f"SELECT {self.public_columns('b')} FROM bundles b WHERE (sha256 >= :p AND sha256 < :q) "
+                         "OR (engine_sha256 >= :p AND engine_sha256 < :q) ORDER BY created, sha256",
+                         {"p": prefix, "q": prefix + "g"})  # 'g' follows every hex digit
 
     def details(self, sha256: str) -> dict[str, list[dict[str, Any]]]:
         """Verdicts and approvals of one bundle's lineage (see :data:`LINEAGE`); its pushes and registrations."""

@@ -96,6 +96,9 @@ def test_every_filter_set_is_index_driven(catalog, monkeypatch, keys, include_al
     for sql, params in _statements(catalog, monkeypatch, lambda: query(catalog, f)):
         plan = _plan(catalog, sql, params)
         assert not [line for line in plan if _SCAN.match(line)], (keys, plan)
+        if any(line.startswith("CORRELATED") for line in plan):  # a probe per candidate row: by its lineage key
+            probes = [line for line in plan if line.startswith("SEARCH lv")]
+            assert probes and all("(path=? AND engine_sha256=?" in line for line in probes), (keys, plan)
         if keys:
             assert not [line for line in plan if line.startswith("SCAN b")], (keys, plan)
         else:  # every row, read in the order given: no sort of the whole catalog

@@ -102,8 +102,8 @@ def test_a_members_digest_other_than_the_manifests_means_a_full_verify(runs, ver
 
 
 def test_a_tampered_member_under_a_forged_sidecar_is_unusable(runs, verifies):
-    from tests.audit.conftest import rebuild
     from tests.audit.conftest import read_members as tar_members
+    from tests.audit.conftest import rebuild
 
     old, new = runs
     path = sorted(new.glob("*.tar.gz"))[0]
