@@ -191,7 +191,8 @@ def bench_query(dbs: dict[int, Path], runs: int) -> None:
         per_row = (med[large] / found[name, large]) / (med[small] / max(1, found[name, small]))
         mark = "OK" if growth <= large / small else "MISSED"
         print(f"  {name:16s} " + " ".join(f"{found[name, n]:12,d} {med[n] * 1000:11.1f}" for n in sizes)
-              + f" {growth:6.1f}x {med[large] / found[name, large] * 1e6:7.1f}  {mark} (per returned row {per_row:.2f}x)")
+              + f" {growth:6.1f}x {med[large] / found[name, large] * 1e6:7.1f}  {mark} "
+              f"(per returned row {per_row:.2f}x)")
     combo = statistics.median(times["combo", large]) * 1000
     print(f"combo filter (8.6.* on A100, minmax, regression) over {large:,} rows: {found['combo', large]} rows in "
           f"{combo:.1f} ms; target < 100 ms -> {'OK' if combo < 100 else 'MISSED'}")

@@ -10,7 +10,7 @@ Their paired bundles are copied under new config names until there are
 ``--pairs`` pairs, each copy a valid bundle (config.json renamed, manifest
 recomputed) with the sidecar the recorder writes beside a bundle.  Timed side by
 side in one process, on the command's path (read every bundle, pair, review, draw
-every picture, write the HTML): with verified facts (sidecars, unchanged files;
+every picture, write the HTML; ``pytest_trt.cli.main``): with verified facts (sidecars, unchanged files;
 the target is judged on this one), and with ``--reverify`` (every bundle verified
 once, as for bundles never verified before).
 """
@@ -18,7 +18,9 @@ once, as for bundles never verified before).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
+import io
 import json
 import os
 import statistics
@@ -31,12 +33,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_trt.audit.archive import write_tar_gz  # noqa: E402
-from pytest_trt.audit.facts import FactsReader  # noqa: E402
 from pytest_trt.audit.manifest import MANIFEST, render_manifest, sha256_hex  # noqa: E402
 from pytest_trt.audit.sidecar import members_digest, write_state  # noqa: E402
 from pytest_trt.audit.sign import SIGNATURE  # noqa: E402
+from pytest_trt.cli import main as main_cli  # noqa: E402
 from pytest_trt.upgrade.pairing import load_run, pair_runs  # noqa: E402
-from pytest_trt.upgrade.report import make_report, write_html  # noqa: E402
 
 
 def _members(path: Path) -> dict[str, bytes]:
@@ -76,12 +77,42 @@ def replicate(old: str, new: str, pairs: int, out: Path) -> tuple[Path, Path]:
     return a_dir, b_dir
 
 
-def _report(a: Path, b: Path, html: Path, *, reverify: bool) -> tuple[float, FactsReader]:
-    reader = FactsReader(reverify=reverify)
+def _report(a: Path, b: Path, html: Path, *, reverify: bool) -> tuple[float, tuple[int, int]]:
+    """``pytest-trt upgrade-report A B -o HTML`` in this process: seconds, (bundles read from facts, verified)."""
+    out = io.StringIO()
     t0 = time.perf_counter()
-    report = make_report(str(a), str(b), reader=reader)
-    write_html(report, html)
-    return time.perf_counter() - t0, reader
+    with contextlib.redirect_stdout(out):
+        main_cli(["upgrade-report", str(a), str(b), "-o", str(html), *(["--reverify"] if reverify else [])])
+    took = time.perf_counter() - t0
+    last = out.getvalue().rstrip().splitlines()[-1]  # bundles: N read from verified facts, M verified now
+    numbers = [int(w) for w in last.replace(",", " ").split() if w.isdigit()]
+    return took, (numbers[0], numbers[1])
+
+
+def mnv2_runs(out: Path) -> tuple[str, str]:
+    """Two one-bundle runs of the 224x224 MobileNetV2 (benchmarks/models.py) built by TensorRT-RTX, engine included:
+    the old run's check passed, the new run's failed."""
+    from benchmarks.models import mobilenet_v2_224
+    from examples.models import save
+    from pytest_trt.audit.bundle import write_bundle
+    from pytest_trt.audit.environment import capture_environment
+    from pytest_trt.backends.registry import create_backend
+    from pytest_trt.buildlog.readers import parse_entries
+    from pytest_trt.config import BuildConfig, Profile
+
+    onnx = save(mobilenet_v2_224(), out / "mobilenet_v2_224.onnx")
+    shapes = ((1, 3, 224, 224), (4, 3, 224, 224), (8, 3, 224, 224))
+    config = BuildConfig(name="mobilenet_v2", version="1.2.3", onnx=onnx, precision="typed",
+                         profiles=[Profile(input=shapes)])
+    result = create_backend("tensorrt-rtx").build(config)
+    env = capture_environment(backend=result.backend, rootdir=None)
+    record = parse_entries(result.log)
+    runs = []
+    for run, verdict in (("old_run", "pass"), ("new_run", "fail")):
+        golden = {"t.py::acc": {"config_hash": result.config_hash, "verdict": verdict, "message": None}}
+        write_bundle(result, out / run, record=record, environment=env, golden_results=golden)
+        runs.append(str(out / run))
+    return runs[0], runs[1]
 
 
 def main() -> None:
@@ -91,20 +122,24 @@ def main() -> None:
     ap.add_argument("new", nargs="?", default=rtx14)
     ap.add_argument("--pairs", type=int, default=500)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--synthetic", choices=("mnv2",), help="replicate a fresh 224x224 MobileNetV2 bundle with its "
+                    "engine (14.7 MB each: use --pairs 50) instead of OLD and NEW")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
+        if args.synthetic:
+            args.old, args.new = mnv2_runs(Path(tmp))
         a, b = replicate(args.old, args.new, args.pairs, Path(tmp))
         size = sum(p.stat().st_size for p in (*a.glob("*.tar.gz"), *b.glob("*.tar.gz")))
         print(f"{args.pairs} pairs, {size / 1e6:.1f} MB of bundles (load {os.getloadavg()[0]:.1f})")
         html = Path(tmp) / "report.html"
         facts, full = [], []
         for _ in range(args.repeat):  # alternating
-            t, reader = _report(a, b, html, reverify=False)
+            t, read = _report(a, b, html, reverify=False)
             facts.append(t)
-            assert reader.verified == 0 and reader.from_facts == 2 * args.pairs, (reader.verified, reader.from_facts)
-            t, reader = _report(a, b, html, reverify=True)
+            assert read == (2 * args.pairs, 0), read
+            t, read = _report(a, b, html, reverify=True)
             full.append(t)
-            assert reader.verified == 2 * args.pairs
+            assert read == (0, 2 * args.pairs), read
         med_facts, med_full = statistics.median(facts), statistics.median(full)
         print(f"report from verified facts (sidecars): median {med_facts:.2f} s "
               f"({med_facts / args.pairs * 1000:.1f} ms/pair; runs {', '.join(f'{t:.2f}' for t in facts)})")

@@ -225,8 +225,12 @@ class Catalog:
         keys = keys or {}
 
         def run() -> list[bool]:
-            with write_transaction(self.conn):
-                return [self._insert(e, indexed, keys.get(e.sha256)) for e in entries]
+            try:
+                with write_transaction(self.conn):
+                    return [self._insert(e, indexed, keys.get(e.sha256)) for e in entries]
+            except BaseException:
+                self._devices.clear()  # device rows this transaction made were rolled back with it
+                raise
 
         return with_retries(run)
 

@@ -65,19 +65,21 @@ def _reader(args: argparse.Namespace) -> Any:
 
 def cmd_upgrade_report(args: argparse.Namespace) -> int:
     from pytest_trt.errors import PairingError
+    from pytest_trt.upgrade.pairing import collector_paused
     from pytest_trt.upgrade.report import make_report, summary_lines, write_html
 
     reader = _reader(args)
-    try:
-        report = make_report(args.old, args.new, mask_tactics=not args.tactics, localize=args.localize,
-                             reader=reader)
-    except PairingError as exc:
-        raise CommandInputError(str(exc)) from None
-    read = {"from_verified_facts": reader.from_facts, "verified_now": reader.verified}
     html, digest = None, None
-    if not args.no_html:
-        html = Path(args.output)
-        digest = write_html(report, html, tactics=args.tactics)
+    with collector_paused():  # every bundle's documents stay alive until the HTML is written
+        try:
+            report = make_report(args.old, args.new, mask_tactics=not args.tactics, localize=args.localize,
+                                 reader=reader)
+        except PairingError as exc:
+            raise CommandInputError(str(exc)) from None
+        if not args.no_html:
+            html = Path(args.output)
+            digest = write_html(report, html, tactics=args.tactics)
+    read = {"from_verified_facts": reader.from_facts, "verified_now": reader.verified}
     if args.json:
         print(json.dumps({**report.to_dict(), "html": str(html) if html else None, "html_sha256": digest,
                           "bundles_read": read}, indent=2, sort_keys=True, default=str))

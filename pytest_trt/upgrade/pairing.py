@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -136,7 +138,25 @@ def load_run(spec: str, reader: FactsReader | None = None) -> list[Side]:
         raise PairingError(f"{spec}: holds no bundles (*.tar.gz) and no build-failure notes; "
                            "run the suite with --trt-bundle-dir pointing there first")
     reader = reader or FactsReader()
-    return [_failure_side(f) if f.name.endswith(FAILED_SUFFIX) else _bundle_side(f, reader) for f in files]
+    with collector_paused():
+        return [_failure_side(f) if f.name.endswith(FAILED_SUFFIX) else _bundle_side(f, reader) for f in files]
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while bundles are read (and, in the command, reviewed).
+
+    Each bundle's parsed documents are tens of thousands of objects that live until the report is made; with the
+    collector on, its passes over them cost more than reading them (measured: 2.5x the whole report of 40
+    MobileNetV2 pairs).  JSON documents hold no reference cycles, so nothing is left for it to find here.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 @dataclass(frozen=True)

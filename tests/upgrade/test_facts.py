@@ -6,6 +6,7 @@ facts is ``verify_bundle`` of the same file and the report made with ``--reverif
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 from pathlib import Path
@@ -165,3 +166,4 @@ def test_the_command_says_how_bundles_were_read(runs, capsys, tmp_path, monkeypa
     assert capsys.readouterr().out.rstrip().endswith("bundles: 4 read from verified facts, 0 verified now")
     main(["upgrade-report", str(old), str(new), "--no-html", "--reverify", "--json"])
     assert json.loads(capsys.readouterr().out)["bundles_read"] == {"from_verified_facts": 0, "verified_now": 4}
+    assert gc.isenabled()  # the collector, paused while bundles are read and reviewed, is back on
