@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from pytest_trt.audit import bundle as b
+from pytest_trt.audit.archive import _STORED_BLOCK
 from pytest_trt.audit.manifest import MANIFEST, parse_manifest
 from pytest_trt.audit.sign import SIGNATURE
 from pytest_trt.audit.verify import MEMBER_LIMITS, VerifiedBundle, verify_bundle
@@ -115,24 +116,31 @@ class _Inflater:
         return not self.raw
 
     def _seek_stored(self, start: int, n: int) -> bool:
+        """Seek over a gzip member of deflate stored blocks of 65,535 bytes holding ``n`` bytes (the writer's
+        layout, :class:`~pytest_trt.audit.archive.SegmentedGzip`): its first and last block headers and its
+        length trailer are checked, the blocks between are not read."""
         fh = self.fh
         fh.seek(start)
-        if fh.read(10)[:4] != _STORED_GZIP_HEADER:
+        head = fh.read(15)  # gzip header, first block header
+        blocks = max(1, -(-n // _STORED_BLOCK))
+        last = n - _STORED_BLOCK * (blocks - 1)
+        if len(head) != 15 or head[:4] != _STORED_GZIP_HEADER or not self._stored(head[10:], blocks == 1,
+                                                                                  min(n, _STORED_BLOCK)):
             return False
-        total = 0
-        while True:
-            head = fh.read(5)
-            if len(head) != 5 or head[0] & 0b110:  # not a stored block
+        if blocks > 1:
+            fh.seek(start + 10 + (5 + _STORED_BLOCK) * (blocks - 1))
+            if not self._stored(fh.read(5), True, last):
                 return False
-            length, inverse = struct.unpack("<HH", head[1:])
-            if length ^ 0xFFFF != inverse:
-                return False
-            fh.seek(length, os.SEEK_CUR)
-            total += length
-            if head[0] & 1:
-                break
+        fh.seek(last, os.SEEK_CUR)
         trailer = fh.read(8)
-        return len(trailer) == 8 and total == n and struct.unpack("<I", trailer[4:])[0] == n & 0xFFFFFFFF
+        return len(trailer) == 8 and struct.unpack("<I", trailer[4:])[0] == n & 0xFFFFFFFF
+
+    @staticmethod
+    def _stored(head: bytes, final: bool, length: int) -> bool:
+        """``head`` is the header of a stored block of ``length`` bytes, final or not."""
+        if len(head) != 5 or head[0] != int(final):
+            return False
+        return struct.unpack("<HH", head[1:]) == (length, length ^ 0xFFFF)
 
 
 def read_members(path: Path) -> tuple[dict[str, bytes], dict[str, str]]:

@@ -72,6 +72,35 @@ def test_the_facts_equal_the_verifiers_members(runs):
     assert facts.engine_sha256 == vb.engine_sha256
 
 
+def test_the_engine_is_skipped_not_read(runs, monkeypatch):
+    """The engine's stored gzip member is passed by a seek: far fewer bytes are read than the file holds."""
+    import pytest_trt.audit.facts as facts
+
+    path = sorted(runs[0].glob("*.tar.gz"))[0]
+    seeks: list[bool] = []
+    real = facts._Inflater._seek_stored
+
+    def recording(self: Any, start: int, n: int) -> bool:
+        seeks.append(real(self, start, n))
+        return seeks[-1]
+
+    monkeypatch.setattr(facts._Inflater, "_seek_stored", recording)
+    read = 0
+    real_read = facts._Inflater._feed
+
+    def counting(self: Any) -> bool:
+        nonlocal read
+        before = self.fh.tell()
+        more = real_read(self)
+        read += max(0, self.fh.tell() - before)
+        return more
+
+    monkeypatch.setattr(facts._Inflater, "_feed", counting)
+    members, _ = read_members(path)
+    assert seeks == [True] and "engine.plan" not in members
+    assert read < path.stat().st_size / 4, (read, path.stat().st_size)
+
+
 def test_a_bundle_touched_after_its_sidecar_is_verified_once_in_both_runs(runs, verifies):
     path = sorted(runs[0].glob("*.tar.gz"))[0]
     st = os.stat(path)
