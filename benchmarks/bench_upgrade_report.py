@@ -29,10 +29,12 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pytest_trt.audit.archive import write_tar_gz  # noqa: E402
+from pytest_trt.audit.facts import FactsReader  # noqa: E402
 from pytest_trt.audit.manifest import MANIFEST, render_manifest, sha256_hex  # noqa: E402
 from pytest_trt.audit.sidecar import members_digest, write_state  # noqa: E402
 from pytest_trt.audit.sign import SIGNATURE  # noqa: E402
@@ -79,14 +81,23 @@ def replicate(old: str, new: str, pairs: int, out: Path) -> tuple[Path, Path]:
 
 def _report(a: Path, b: Path, html: Path, *, reverify: bool) -> tuple[float, tuple[int, int]]:
     """``pytest-trt upgrade-report A B -o HTML`` in this process: seconds, (bundles read from facts, verified)."""
-    out = io.StringIO()
-    t0 = time.perf_counter()
-    with contextlib.redirect_stdout(out):
-        main_cli(["upgrade-report", str(a), str(b), "-o", str(html), *(["--reverify"] if reverify else [])])
-    took = time.perf_counter() - t0
-    last = out.getvalue().rstrip().splitlines()[-1]  # bundles: N read from verified facts, M verified now
-    numbers = [int(w) for w in last.replace(",", " ").split() if w.isdigit()]
-    return took, (numbers[0], numbers[1])
+    readers: list[FactsReader] = []
+    init = FactsReader.__init__
+
+    def recording(self: FactsReader, **kw: Any) -> None:  # how the command read its bundles
+        init(self, **kw)
+        readers.append(self)
+
+    FactsReader.__init__ = recording  # type: ignore[method-assign]
+    try:
+        t0 = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()):
+            main_cli(["upgrade-report", str(a), str(b), "-o", str(html), *(["--reverify"] if reverify else [])])
+        took = time.perf_counter() - t0
+    finally:
+        FactsReader.__init__ = init  # type: ignore[method-assign]
+    [reader] = readers
+    return took, (reader.from_facts, reader.verified)
 
 
 def mnv2_runs(out: Path) -> tuple[str, str]:

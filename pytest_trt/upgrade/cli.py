@@ -85,7 +85,6 @@ def cmd_upgrade_report(args: argparse.Namespace) -> int:
                           "bundles_read": read}, indent=2, sort_keys=True, default=str))
     else:
         print("\n".join(summary_lines(report, html=html, digest=digest)))
-        print(f"bundles: {reader.from_facts} read from verified facts, {reader.verified} verified now")
     return EXIT_OK if report.ok else EXIT_FAILED
 
 

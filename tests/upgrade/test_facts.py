@@ -191,8 +191,8 @@ def test_the_catalog_row_is_a_verified_fact(tmp_path, runs, verifies):
 def test_the_command_says_how_bundles_were_read(runs, capsys, tmp_path, monkeypatch):
     old, new = runs
     monkeypatch.chdir(tmp_path)
-    assert main(["upgrade-report", str(old), str(new), "--no-html"]) == 0
-    assert capsys.readouterr().out.rstrip().endswith("bundles: 4 read from verified facts, 0 verified now")
+    assert main(["upgrade-report", str(old), str(new), "--no-html", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["bundles_read"] == {"from_verified_facts": 4, "verified_now": 0}
     main(["upgrade-report", str(old), str(new), "--no-html", "--reverify", "--json"])
     assert json.loads(capsys.readouterr().out)["bundles_read"] == {"from_verified_facts": 0, "verified_now": 4}
     assert gc.isenabled()  # the collector, paused while bundles are read and reviewed, is back on
