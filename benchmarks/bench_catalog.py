@@ -1,19 +1,20 @@
 """Catalog indexing and query speed (run by hand).
 
-    python benchmarks/bench_catalog.py [--bundles 1000] [--rows 10000] [--runs 20]
+    python benchmarks/bench_catalog.py [--bundles 300] [--sizes 10000,100000] [--runs 5]
 
 1. Index N bundles of a small real engine (conv_bn_relu built by TensorRT-RTX,
    or ONNX Runtime where RTX is missing) with ``Catalog.add_paths(folder)``,
-   the path ``pytest-trt catalog add DIR`` takes: verification of every
-   bundle, then batched inserts.  Side by side in the same run: verifying the
-   same bundles alone (``verify_bundle``), so the ratio is the catalog's own
-   cost.  Target: 1,000 bundles in under 30 s.
-2. A filtered query (backend version glob, device, calibration, verdict) over
-   a catalog of M rows: the N indexed bundles plus rows derived from them with
-   varied configs, versions, devices, calibrators and verdicts, inserted
-   through the same ``add_entries``.  Timed: ``query(catalog, Filters(...))``
-   and, for comparison, the same query without filters (all current rows).
-   Target: under 100 ms (median).
+   the path ``pytest-trt catalog add DIR`` takes.  Side by side: verifying the
+   same bundles alone (``verify_bundle``); the same folder again, every bundle
+   known and unchanged (target < 5 % of the first add); then one bundle touched
+   (exactly 1 verified).
+2. Queries over catalogs of each size, filled through ``add_entries`` with
+   realistic mixes (lineages, two verdicts per bundle, approvals, calibrators,
+   devices): each ``catalog query`` option alone, the combo (8.6.* on A100,
+   minmax, regression) and config+verdict, median of ``--runs``, alternating
+   the catalogs.  Prints rows matched (> 0), the growth from the smallest to
+   the largest catalog (target <= the size ratio), microseconds per returned
+   row, and the combo vs 100 ms.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
+import json
+import os
 import random
 import statistics
 import sys
@@ -34,7 +37,7 @@ from examples.models import write_all  # noqa: E402
 from pytest_trt.audit.bundle import write_bundle  # noqa: E402
 from pytest_trt.audit.environment import capture_environment  # noqa: E402
 from pytest_trt.audit.verify import verify_bundle  # noqa: E402
-from pytest_trt.catalog.fields import Verdict  # noqa: E402
+from pytest_trt.catalog.fields import ApprovalRef, CatalogEntry, Verdict  # noqa: E402
 from pytest_trt.catalog.query import Filters, query  # noqa: E402
 from pytest_trt.catalog.store import Catalog, verify_entry  # noqa: E402
 from pytest_trt.config import BuildConfig, Profile  # noqa: E402
@@ -82,64 +85,124 @@ def bench_index(paths: list[Path], db: Path) -> None:
         again = cat.add_paths([paths[0].parent])
         reindex_s = time.perf_counter() - t0
         assert all(r.status == "known" for r in again)
+        st = os.stat(paths[0])
+        os.utime(paths[0], ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))  # one bundle changed (touched)
+        import pytest_trt.audit.verify as verify
+
+        calls: list[Path] = []
+        real = verify.verify_bundle
+        verify.verify_bundle = lambda p, **kw: calls.append(p) or real(p, **kw)  # type: ignore[assignment]
+        try:
+            t0 = time.perf_counter()
+            cat.add_paths([paths[0].parent])
+            changed_s = time.perf_counter() - t0
+        finally:
+            verify.verify_bundle = real  # type: ignore[assignment]
     n = len(paths)
     print(f"index {n} bundles (catalog add DIR): {index_s:.2f} s ({index_s / n * 1000:.1f} ms/bundle); "
           f"target < 30 s for 1,000 -> {'OK' if index_s * 1000 / n < 30 else 'MISSED'}")
     print(f"  verify_bundle alone, same bundles: {verify_s:.2f} s; ratio index/verify {index_s / verify_s:.2f}")
-    print(f"  same folder again (all already indexed): {reindex_s:.2f} s")
+    share = reindex_s / index_s * 100
+    print(f"  again (all known, unchanged): {reindex_s * 1000:.1f} ms = {share:.2f} % of the first add "
+          f"(target < 5 %) -> {'OK' if share < 5 else 'MISSED'}")
+    print(f"  1 bundle changed: {len(calls)} verified, {changed_s * 1000:.1f} ms "
+          f"-> {'OK' if len(calls) == 1 else 'MISSED'}")
 
 
-def fill(db: Path, paths: list[Path], rows: int) -> None:
-    rng = random.Random(0)
-    base = verify_entry(paths[0])
-    assert not isinstance(base, Exception) and hasattr(base, "columns")
+DEVICES = {"NVIDIA A100-SXM4-80GB": "8.0", "NVIDIA H100 80GB HBM3": "9.0", "NVIDIA L4": "8.9", "cpu-aot": None}
+
+
+def fill(db: Path, base: CatalogEntry, rows: int, seed: int = 0) -> None:
+    """``rows`` catalog rows through ``add_entries``: 5 backend versions, 4 devices (real ``build.device``
+    dicts), calibration minmax/entropy2/none/none, 2 tests per bundle with verdicts pass 8 : fail 1 : updated 1
+    (+10 % fail on the second), approvals on ``updated``, and 20 % of rows rewriting an earlier path (lineages)."""
+    rng = random.Random(seed)
+    lineages: list[tuple[str, str]] = []
+    entries = []
+    for i in range(rows):
+        sha = hashlib.sha256(f"row {i}".encode()).hexdigest()
+        backend, version = rng.choice([("tensorrt", "8.5.3.1"), ("tensorrt", "8.6.1.6"), ("tensorrt", "10.3.0.26"),
+                                       ("tensorrt-rtx", "1.7.1.116"), ("onnxruntime", "1.23.2")])
+        verdict = rng.choice(["pass"] * 8 + ["fail", "updated"])
+        device = rng.choice(list(DEVICES))
+        if lineages and rng.random() < 0.2:
+            path, engine = rng.choice(lineages)
+        else:
+            path, engine = f"/archive/{sha[:2]}/{sha}.tar.gz", hashlib.sha256(sha.encode()).hexdigest()
+            lineages.append((path, engine))
+        detail = ({"kind": "cpu-aot"} if DEVICES[device] is None else
+                  {"kind": "gpu", "name": device, "compute_capability": DEVICES[device]})
+        entries.append(dataclasses.replace(
+            base, sha256=sha, path=path, config_name=f"model_{rng.randrange(50)}",
+            config_version=f"{rng.randrange(5)}.{rng.randrange(10)}", backend=backend, backend_version=version,
+            device=device, device_json=json.dumps(detail, sort_keys=True, separators=(",", ":")), engine_sha256=engine,
+            calibration_algorithm=rng.choice(["minmax", "entropy2", None, None]),
+            created=f"20{rng.randrange(20, 27)}-{rng.randrange(1, 13):02d}-{rng.randrange(1, 29):02d}"
+                    f"T00:00:{i % 60:02d}Z",
+            verdicts=(Verdict("tests/test_m.py::test_acc", verdict, "goldens/m.h5", 1, None, {"l2_delta": 0.1}),
+                      Verdict("tests/test_m.py::test_tag", rng.choice(["pass"] * 9 + ["fail"]), "goldens/m.h5", 1,
+                              None, {"l2_delta": 0.1})),
+            approvals=(ApprovalRef("tests/test_m.py::test_acc", "goldens/m.h5", 1, "ann", "ok"),)
+            if verdict == "updated" else ()))
     with Catalog(db) as cat:
-        have = cat.count()
-        extra = []
-        for i in range(rows - have):
-            sha = hashlib.sha256(f"row {i}".encode()).hexdigest()
-            backend, version = rng.choice([("tensorrt", "8.5.3.1"), ("tensorrt", "8.6.1.6"), ("tensorrt", "10.3.0.26"),
-                                           ("tensorrt-rtx", "1.7.1.116"), ("onnxruntime", "1.23.2")])
-            verdict = rng.choice(["pass"] * 8 + ["fail", "updated"])
-            extra.append(dataclasses.replace(
-                base, sha256=sha, path=f"/archive/{sha[:2]}/{sha}.tar.gz", config_name=f"model_{rng.randrange(50)}",
-                config_version=f"{rng.randrange(5)}.{rng.randrange(10)}", backend=backend, backend_version=version,
-                device=rng.choice(["NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA L4", "cpu-aot"]),
-                engine_sha256=hashlib.sha256(sha.encode()).hexdigest(),
-                calibration_algorithm=rng.choice(["minmax", "entropy2", None, None]),
-                created=f"2026-{rng.randrange(1, 12):02d}-{rng.randrange(1, 28):02d}T00:00:00Z",
-                verdicts=(Verdict("tests/test_m.py::test_acc", verdict, "goldens/m.h5", 1, None, {"l2_delta": 0.1}),),
-                approvals=()))
-        for start in range(0, len(extra), 1000):
-            cat.add_entries(extra[start:start + 1000])
+        for start in range(0, len(entries), 2000):
+            cat.add_entries(entries[start:start + 2000])
         assert cat.count() == rows, cat.count()
 
 
-def bench_query(db: Path, runs: int) -> None:
-    filters = Filters(backend_version="8.6.*", device="A100", calibration="minmax", verdict="regression")
-    with Catalog(db) as cat:
-        n = cat.count()
-        times, found = [], 0
-        all_times = []
-        for _ in range(runs):
-            t0 = time.perf_counter()
-            found = len(query(cat, filters))
-            times.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            everything = len(query(cat, Filters()))
-            all_times.append(time.perf_counter() - t0)
-    med, worst = statistics.median(times) * 1000, max(times) * 1000
-    print(f"filtered query over {n} rows (8.6.* on A100, minmax, regression): {found} rows, median {med:.1f} ms, "
-          f"max {worst:.1f} ms; target < 100 ms -> {'OK' if med < 100 else 'MISSED'}")
-    print(f"  unfiltered query ({everything} rows) median {statistics.median(all_times) * 1000:.1f} ms; "
-          f"ratio filtered/unfiltered {statistics.median(times) / statistics.median(all_times):.2f}")
+FILTERS = {
+    "none": Filters(),
+    "config": Filters(config="model_1*"),
+    "backend": Filters(backend="tensorrt"),
+    "backend_version": Filters(backend_version="8.6"),
+    "device": Filters(device="A100"),
+    "calibration": Filters(calibration="min-max"),
+    "verdict": Filters(verdict="regression"),
+    "engine_sha256": Filters(engine_sha256="ab"),
+    "since": Filters(since="2026-06-01T00:00:00Z"),
+    "combo": Filters(backend_version="8.6.*", device="A100", calibration="minmax", verdict="regression"),
+    "config+verdict": Filters(config="model_1", verdict="regression"),
+}
+
+
+def bench_query(dbs: dict[int, Path], runs: int) -> None:
+    """Each filter alone, the combo and config+verdict on every catalog size, alternating the catalogs."""
+    cats = {n: Catalog(db, read_only=True) for n, db in dbs.items()}
+    times: dict[tuple[str, int], list[float]] = {}
+    found: dict[tuple[str, int], int] = {}
+    for _ in range(runs):
+        for name, f in FILTERS.items():
+            for n, cat in cats.items():
+                t0 = time.perf_counter()
+                found[name, n] = len(query(cat, f))
+                times.setdefault((name, n), []).append(time.perf_counter() - t0)
+    for cat in cats.values():
+        cat.close()
+    sizes = sorted(dbs)
+    small, large = sizes[0], sizes[-1]
+    print(f"queries, median of {runs} (load {os.getloadavg()[0]:.1f}); growth = time({large:,}) / time({small:,}), "
+          f"target <= {large / small:.0f}x")
+    print(f"  {'filter':16s} " + " ".join(f"{f'rows@{n:,}':>12s} {f'ms@{n:,}':>11s}" for n in sizes)
+          + f" {'growth':>7s} {'us/row':>7s}")
+    for name in FILTERS:
+        med = {n: statistics.median(times[name, n]) for n in sizes}
+        assert found[name, large] > 0, f"{name} matched no rows: the bench proves nothing"
+        growth = med[large] / med[small]
+        per_row = (med[large] / found[name, large]) / (med[small] / max(1, found[name, small]))
+        mark = "OK" if growth <= large / small else "MISSED"
+        print(f"  {name:16s} " + " ".join(f"{found[name, n]:12,d} {med[n] * 1000:11.1f}" for n in sizes)
+              + f" {growth:6.1f}x {med[large] / found[name, large] * 1e6:7.1f}  {mark} "
+              f"(per returned row {per_row:.2f}x)")
+    combo = statistics.median(times["combo", large]) * 1000
+    print(f"combo filter (8.6.* on A100, minmax, regression) over {large:,} rows: {found['combo', large]} rows in "
+          f"{combo:.1f} ms; target < 100 ms -> {'OK' if combo < 100 else 'MISSED'}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--bundles", type=int, default=1000)
-    ap.add_argument("--rows", type=int, default=10000)
-    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--bundles", type=int, default=300)
+    ap.add_argument("--sizes", default="10000,100000", help="catalog sizes for the queries (rows)")
+    ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -151,10 +214,16 @@ def main() -> None:
         paths = write_bundles(result, folder / "trt-bundles", args.bundles)
         size = sum(p.stat().st_size for p in paths) / len(paths) / 1024
         print(f"wrote {len(paths)} bundles ({size:.0f} KiB each) in {time.perf_counter() - t0:.1f} s (not timed below)")
-        db = folder / "catalog.sqlite"
-        bench_index(paths, db)
-        fill(db, paths, args.rows)
-        bench_query(db, args.runs)
+        bench_index(paths, folder / "catalog.sqlite")
+        base = verify_entry(paths[0])
+        assert isinstance(base, CatalogEntry)
+        dbs = {}
+        for n in sorted(int(x) for x in args.sizes.split(",")):
+            t0 = time.perf_counter()
+            dbs[n] = folder / f"rows{n}.sqlite"
+            fill(dbs[n], base, n)
+            print(f"filled {n:,} rows through add_entries in {time.perf_counter() - t0:.1f} s (not timed below)")
+        bench_query(dbs, args.runs)
 
 
 if __name__ == "__main__":

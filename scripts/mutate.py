@@ -35,6 +35,10 @@ class Mutant:
     why: str  # the real bug it stands for
 
 
+_CATALOG_PLANS = "tests/catalog/test_catalog_plans.py"
+_CATALOG_LINEAGE = "tests/catalog/test_catalog_lineage.py"
+_CATALOG_STORE = "tests/catalog/test_catalog_store.py"
+_FACTS = "tests/upgrade/test_facts.py"
 _VERIFY = ("tests/audit/test_verify.py", "tests/audit/test_tamper.py", "tests/audit/test_hostile_bundles.py")
 _INTEGRITY = ("tests/golden/test_golden_integrity.py",)
 _CHAIN = ("tests/golden/test_approval_chain.py",)
@@ -254,6 +258,46 @@ MUTANTS = (
            "        shared = lo + draw(st.integers(0, hi - lo))",
            ("tests/properties/test_strategies.py",), "drawn batch sizes shrink toward the profile's min, not opt"),
     # -- catalog and MLflow credentials, unreadable cache entries, small bad inputs, killed bundle writers ------
+    Mutant("catalog-engine-prefix-scan", "pytest_trt/catalog/query.py",
+           '"b.engine_sha256 >= ? AND b.engine_sha256 < ?"', '"+b.engine_sha256 >= ? AND b.engine_sha256 < ?"',
+           (_CATALOG_PLANS,),
+           "the engine prefix filter reads every row of the catalog"),
+    Mutant("catalog-device-scan", "pytest_trt/catalog/query.py", '"b.device_id IN (SELECT', '"+b.device_id IN (SELECT',
+           (_CATALOG_PLANS,), "the device filter reads every row of the catalog"),
+    Mutant("catalog-lineage-key", "pytest_trt/catalog/query.py", '"AND lv.path = b.path AND lv.engine_sha256',
+           '"AND +lv.path = b.path AND lv.engine_sha256', (_CATALOG_PLANS,),
+           "the verdict filter walks every verdict of that name for each candidate row (quadratic)"),
+    Mutant("catalog-verdict-form-inverted", "pytest_trt/catalog/query.py",
+           "    if not any(getattr(f, name) for name in _SELECTIVE):",
+           "    if any(getattr(f, name) for name in _SELECTIVE):",
+           (_CATALOG_PLANS,), "--verdict alone probes the lineage table once per row of the whole catalog"),
+    Mutant("catalog-version-range", "pytest_trt/catalog/query.py", 'params += [v, v + ".", v + "/"]',
+           'params += [v, v + ".", v + "."]', (_CATALOG_LINEAGE,),
+           "--backend-version 8.6 no longer matches 8.6.1.6"),
+    Mutant("catalog-lineage-not-kept-on-add", "pytest_trt/catalog/store.py",
+           '        if added or before["path"] != entry.path:\n', '        if before["path"] != entry.path:\n',
+           (_CATALOG_LINEAGE,), "a new bundle's verdicts are missing from --verdict and the verdicts column"),
+    Mutant("catalog-lineage-refresh-old", "pytest_trt/catalog/store.py",
+           '            self._refresh_lineage(before["path"], before["engine_sha256"])\n', "            pass\n",
+           (_CATALOG_LINEAGE,), "a moved bundle's verdicts stay attached to the path it left"),
+    Mutant("catalog-known-no-ctime", "pytest_trt/catalog/store.py", 'row["ctime_ns"], row["inode"]) != (',
+           'st.st_ctime_ns, row["inode"]) != (', (_CATALOG_STORE + "::test_a_byte_edited_in_place_with_its_mtime_"
+                                                  "restored_is_verified_and_refused",),
+           "a bundle edited in place with its mtime set back is indexed as known without a verify"),
+    Mutant("catalog-known-stat-size-only", "pytest_trt/catalog/store.py",
+           '(row["size"], row["mtime_ns"], row["ctime_ns"], row["inode"]) != (\n'
+           "                st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino):",
+           '(row["size"],) != (\n                st.st_size,):',
+           (_CATALOG_STORE + "::test_a_touched_bundle_is_verified_once_then_known",),
+           "a known bundle whose mtime (and ctime) changed is not verified again"),
+    Mutant("catalog-known-no-sidecar", "pytest_trt/catalog/store.py",
+           '        if state is not None and state.sha256 != row["sha256"]:', "        if False:",
+           (_CATALOG_STORE + "::test_a_sidecar_naming_another_file_forces_verification",),
+           "a sidecar naming another file than the row is ignored"),
+    Mutant("catalog-known-ignores-key", "pytest_trt/catalog/store.py",
+           '        if signer is not None and not (row["signature_checked"] and row["signer_key_sha256"] == signer):',
+           "        if False:", (_CATALOG_STORE + "::test_a_row_indexed_without_the_key_is_verified_under_public_key",),
+           "catalog add --public-key accepts a row whose signature was never checked against that key"),
     Mutant("catalog-old-credentials-kept", "pytest_trt/catalog/database.py",
            "                scrub_credentials(conn)\n", "", (_MLFLOW + "test_credentials_an_earlier_release_stored_are_"
                                                            "scrubbed_from_the_file",),
@@ -621,6 +665,20 @@ MUTANTS = (
          ("tests/calibration/test_progress.py",), "the engines table leaves the calibration out of the build time"),
     )),
     # -- bundles that readers cannot use; the upgrade review's verdicts ---------------------------------------------
+    Mutant("facts-no-manifest-hash", "pytest_trt/audit/facts.py", "        if listed.get(name) != hashes[name]:",
+           "        if False:", (_FACTS,), "a member edited under a forged sidecar is reviewed as verified"),
+    Mutant("facts-no-members-digest", "pytest_trt/audit/facts.py",
+           "            if members_digest(members[MANIFEST], members.get(SIGNATURE)) != known.members_sha256:",
+           "            if False:", (_FACTS,), "a bundle whose manifest is not the one verified is read as facts"),
+    Mutant("facts-stat-size-only", "pytest_trt/audit/facts.py",
+           "        if known is None or known.identity != identity(before):",
+           "        if known is None or known.identity[0] != before.st_size:", (_FACTS,),
+           "a bundle changed since the catalog verified it (same size) is read as facts"),
+    Mutant("facts-stored-last-block", "pytest_trt/audit/facts.py", "        last = n - _STORED_BLOCK * (blocks - 1)\n",
+           "        last = n - _STORED_BLOCK * blocks\n", (_FACTS,),
+           "the engine is inflated instead of skipped: the review reads every byte of every engine again"),
+    Mutant("facts-failure-verified-again", "pytest_trt/audit/facts.py", "        if key in self._failed:",
+           "        if False:", (_FACTS,), "a failing bundle named by both runs is verified twice"),
     Mutant("tarscan-appended-bytes", "pytest_trt/audit/tarscan.py",
            "        if self.first_difference is None and self.queue:",
            "        if False:", ("tests/audit/test_tamper.py",),

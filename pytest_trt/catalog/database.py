@@ -117,6 +117,41 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE bundles ADD COLUMN build_finished TEXT;
     ALTER TABLE bundles ADD COLUMN attestations TEXT;
     """,
+    # 4: every query filter index-driven; each lineage's verdicts and approvals kept with its rows; the file's
+    # identity (stat and members digest) at verification, so an unchanged bundle is known without reading it
+    """
+    CREATE TABLE devices (id INTEGER PRIMARY KEY, device TEXT, device_json TEXT);
+    CREATE UNIQUE INDEX devices_key ON devices (ifnull(device, ''), ifnull(device_json, ''));
+    INSERT OR IGNORE INTO devices (device, device_json) SELECT DISTINCT device, device_json FROM bundles;
+    ALTER TABLE bundles ADD COLUMN device_id INTEGER REFERENCES devices (id);
+    UPDATE bundles SET device_id = (SELECT d.id FROM devices d WHERE ifnull(d.device, '') = ifnull(bundles.device, '')
+                                    AND ifnull(d.device_json, '') = ifnull(bundles.device_json, ''));
+    CREATE INDEX bundles_device_id ON bundles (device_id);
+    DROP INDEX bundles_device;
+    DROP INDEX bundles_path;
+    CREATE INDEX bundles_lineage ON bundles (path, engine_sha256);
+    CREATE INDEX bundles_backend ON bundles (backend, backend_version);
+    CREATE INDEX bundles_calibration ON bundles (replace(replace(lower(calibration_algorithm), '-', ''), '_', ''));
+    DROP INDEX bundles_created;
+    CREATE INDEX bundles_created ON bundles (created, sha256);
+    CREATE TABLE lineage_verdicts (verdict TEXT NOT NULL, path TEXT NOT NULL, engine_sha256 TEXT NOT NULL,
+                                   PRIMARY KEY (verdict, path, engine_sha256)) WITHOUT ROWID;
+    CREATE INDEX lineage_verdicts_key ON lineage_verdicts (path, engine_sha256);
+    INSERT OR IGNORE INTO lineage_verdicts SELECT DISTINCT v.verdict, o.path, o.engine_sha256
+        FROM verdicts v JOIN bundles o ON o.sha256 = v.bundle_sha256;
+    ALTER TABLE bundles ADD COLUMN lineage_verdicts TEXT;
+    ALTER TABLE bundles ADD COLUMN lineage_approvals INTEGER NOT NULL DEFAULT 0;
+    UPDATE bundles SET (lineage_verdicts, lineage_approvals) = (
+        (SELECT group_concat(verdict, ',') FROM (SELECT lv.verdict FROM lineage_verdicts lv
+            WHERE lv.path = bundles.path AND lv.engine_sha256 = bundles.engine_sha256 ORDER BY lv.verdict)),
+        (SELECT count(DISTINCT a.test || ' ' || ifnull(a.golden, '') || ' ' || ifnull(a.generation, ''))
+            FROM bundles o CROSS JOIN approvals a ON a.bundle_sha256 = o.sha256
+            WHERE o.path = bundles.path AND o.engine_sha256 = bundles.engine_sha256));
+    ALTER TABLE bundles ADD COLUMN mtime_ns INTEGER;
+    ALTER TABLE bundles ADD COLUMN ctime_ns INTEGER;
+    ALTER TABLE bundles ADD COLUMN inode INTEGER;
+    ALTER TABLE bundles ADD COLUMN members_sha256 TEXT
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -193,8 +228,13 @@ def scrub_credentials(conn: sqlite3.Connection) -> int:
     return held
 
 
-#: the tables of a catalog at SCHEMA_VERSION (SQLite's own ``sqlite_*`` tables aside)
-CATALOG_TABLES = frozenset({"bundles", "verdicts", "approvals", "pushes", "registrations"})
+#: the tables of a catalog, each with the schema version that created it (SQLite's own ``sqlite_*`` tables aside)
+TABLE_VERSIONS = {"bundles": 1, "verdicts": 1, "approvals": 1, "pushes": 2, "registrations": 2, "devices": 4,
+                  "lineage_verdicts": 4}
+CATALOG_TABLES = frozenset(TABLE_VERSIONS)
+#: columns of ``bundles`` that serve queries and the known-file check, not the row a user reads
+INTERNAL_COLUMNS = ("device_id", "lineage_verdicts", "lineage_approvals", "mtime_ns", "ctime_ns", "inode",
+                    "members_sha256")
 
 
 def _tables(conn: sqlite3.Connection) -> set[str]:
@@ -213,7 +253,7 @@ def check_catalog(conn: sqlite3.Connection, path: Path, *, read_only: bool) -> N
         raise CatalogError(f"{path}: catalog schema version {version} is newer than this pytest-trt reads "
                            f"({SCHEMA_VERSION}); upgrade pytest-trt to use it", path=str(path))
     # version 0 with tables: another application's (a catalog gets its tables and version in one transaction)
-    expected = {t for t in CATALOG_TABLES if version >= 2 or t not in ("pushes", "registrations")}
+    expected = {t for t, since in TABLE_VERSIONS.items() if version >= since}
     if (tables and version == 0) or tables - CATALOG_TABLES or (version and not expected <= tables):
         held = ", ".join(sorted(tables)) or "no tables"
         raise CatalogError(f"{path}: not a pytest-trt catalog (it holds {held}, schema version {version}); "

@@ -72,47 +72,66 @@ class Filters:
     limit: int | None = None
 
 
-def _glob(value: str) -> tuple[str, list[str]]:
-    if any(c in value for c in "*?["):
-        return "GLOB ?", [value]
-    return "", [value]
+def _glob(value: str) -> bool:
+    return any(c in value for c in "*?[")
+
+
+#: filters that narrow the rows through an index of their own (the verdict clause then probes per candidate)
+_SELECTIVE = ("config", "backend", "backend_version", "device", "calibration", "engine_sha256", "since")
+
+
+def _verdict_clause(f: Filters, names: tuple[str, ...]) -> str:
+    """The lineage-verdict filter: a probe of ``lineage_verdicts`` by verdict alone, or per candidate row."""
+    marks = ", ".join("?" * len(names))
+    if not any(getattr(f, name) for name in _SELECTIVE):
+        return (f"(b.path, b.engine_sha256) IN (SELECT lv.path, lv.engine_sha256 FROM lineage_verdicts lv "
+                f"WHERE lv.verdict IN ({marks}))")
+    return (f"EXISTS (SELECT 1 FROM lineage_verdicts lv WHERE lv.verdict IN ({marks}) "
+            "AND lv.path = b.path AND lv.engine_sha256 = b.engine_sha256)")
+
+
+def hex_prefix(text: str) -> str:
+    """``text`` lower-cased; ``ValueError`` unless it is hexadecimal digits (at least one)."""
+    prefix = text.lower()
+    if not prefix or prefix.strip("0123456789abcdef"):
+        raise ValueError(f"{text!r} is not a sha256 prefix (hexadecimal digits)")
+    return prefix
 
 
 def where(f: Filters) -> tuple[str, list[Any]]:
-    """``WHERE ...`` (or ``""``) and its parameters for ``bundles b``."""
+    """``WHERE ...`` (or ``""``) and its parameters for ``bundles b``; every filter is answered by an index."""
     clauses: list[str] = []
     params: list[Any] = []
     if f.config:
-        op, ps = _glob(f.config)
-        clauses.append(f"b.config_name {op}" if op else "b.config_name = ?")
-        params += ps
+        clauses.append("b.config_name GLOB ?" if _glob(f.config) else "b.config_name = ?")
+        params.append(f.config)
     if f.backend:
         clauses.append("b.backend = ?")
         params.append(f.backend)
     if f.backend_version:
-        op, ps = _glob(f.backend_version)
-        if op:
-            clauses.append(f"b.backend_version {op}")
-            params += ps
-        else:
-            clauses.append("(b.backend_version = ? OR b.backend_version GLOB ?)")
-            params += [f.backend_version, f.backend_version + ".*"]
+        v = f.backend_version
+        if _glob(v):
+            clauses.append("b.backend_version GLOB ?")
+            params.append(v)
+        else:  # v itself, or v followed by '.' and anything: the range ['v.', 'v/') ('/' is the byte after '.')
+            clauses.append("(b.backend_version = ? OR (b.backend_version >= ? AND b.backend_version < ?))")
+            params += [v, v + ".", v + "/"]
     if f.device:
-        clauses.append("(b.device LIKE ? ESCAPE '\\' OR b.device_json LIKE ? ESCAPE '\\')")
         like = "%" + re.sub(r"([%_\\])", r"\\\1", f.device) + "%"
+        clauses.append("b.device_id IN (SELECT d.id FROM devices d WHERE d.device LIKE ? ESCAPE '\\' "
+                       "OR d.device_json LIKE ? ESCAPE '\\')")
         params += [like, like]
     if f.calibration:
         clauses.append("replace(replace(lower(b.calibration_algorithm), '-', ''), '_', '') = ?")
         params.append(re.sub(r"[-_]", "", f.calibration.lower()))
     if f.verdict:
         names = VERDICT_ALIASES.get(f.verdict.lower(), (f.verdict.lower(),))
-        clauses.append(f"EXISTS (SELECT 1 FROM verdicts v JOIN bundles o ON o.sha256 = v.bundle_sha256 "
-                       f"WHERE o.path = b.path AND o.engine_sha256 = b.engine_sha256 "
-                       f"AND v.verdict IN ({', '.join('?' * len(names))}))")
+        clauses.append(_verdict_clause(f, names))
         params += list(names)
     if f.engine_sha256:
-        clauses.append("substr(b.engine_sha256, 1, ?) = ?")
-        params += [len(f.engine_sha256), f.engine_sha256.lower()]
+        prefix = hex_prefix(f.engine_sha256)
+        clauses.append("b.engine_sha256 >= ? AND b.engine_sha256 < ?")
+        params += [prefix, prefix + "g"]  # 'g' follows every hex digit
     if f.since:
         clauses.append("b.created >= ?")
         params.append(f.since)
@@ -121,19 +140,11 @@ def where(f: Filters) -> tuple[str, list[Any]]:
     return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
 
 
-# verdicts and approvals of the bundle file's lineage (store.LINEAGE): every version of the file with this engine
-_VERDICTS_SQL = ("(SELECT group_concat(verdict, ',') FROM (SELECT DISTINCT v.verdict FROM verdicts v "
-                 "JOIN bundles o ON o.sha256 = v.bundle_sha256 WHERE o.path = b.path "
-                 "AND o.engine_sha256 = b.engine_sha256 ORDER BY v.verdict)) AS verdicts")
-_APPROVALS_SQL = ("(SELECT count(DISTINCT a.test || ' ' || ifnull(a.golden, '') || ' ' || ifnull(a.generation, '')) "
-                  "FROM approvals a JOIN bundles o ON o.sha256 = a.bundle_sha256 "
-                  "WHERE o.path = b.path AND o.engine_sha256 = b.engine_sha256) AS approvals")
-
-
 def query(catalog: Catalog, f: Filters) -> list[dict[str, Any]]:
-    """Matching bundles, oldest first, each with its verdict names and approval count."""
+    """Matching bundles, oldest first, each with its lineage's verdict names and approval count."""
     clause, params = where(f)
-    sql = f"SELECT b.*, {_VERDICTS_SQL}, {_APPROVALS_SQL} FROM bundles b {clause} ORDER BY b.created, b.sha256"
+    sql = (f"SELECT {catalog.public_columns('b')}, b.lineage_verdicts AS verdicts, b.lineage_approvals AS approvals "
+           f"FROM bundles b {clause} ORDER BY b.created, b.sha256")
     if f.limit is not None:
         sql += f" LIMIT {int(f.limit)}"
     return catalog.rows(sql, params)

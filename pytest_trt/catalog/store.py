@@ -9,6 +9,7 @@ is kept as evidence and marked ``superseded_by`` the new file's sha256.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from pytest_trt.catalog.credentials import redact
-from pytest_trt.catalog.database import connect, with_retries, write_transaction
+from pytest_trt.catalog.database import INTERNAL_COLUMNS, connect, with_retries, write_transaction
 from pytest_trt.catalog.fields import CatalogEntry, entry_from_bundle, iso_seconds, iso_utc
 
 BUNDLE_GLOB = "*.tar.gz"
@@ -27,6 +28,9 @@ LINEAGE = ("SELECT o.sha256 FROM bundles o JOIN bundles me ON o.path = me.path A
            "WHERE me.sha256 = {sha}")
 #: rows written per transaction by :meth:`Catalog.add_paths`
 BATCH = 200
+#: a verified file's identity: size, mtime_ns, ctime_ns, inode, and the digest of its manifest and signature
+#: (:func:`pytest_trt.audit.sidecar.members_digest`)
+FileKey = tuple[int, int, int, int, str]
 
 
 @dataclass(frozen=True)
@@ -56,14 +60,22 @@ def _is_dir(path: Path) -> bool:
         return False
 
 
-def verify_entry(path: Path, *, public_key: Path | None = None) -> CatalogEntry | AddResult:
-    """The catalog entry of a verified bundle, or the :class:`AddResult` saying why there is none."""
+def verify_entry(path: Path, *, public_key: Path | None = None,
+                 keys: dict[str, FileKey] | None = None) -> CatalogEntry | AddResult:
+    """The catalog entry of a verified bundle, or the :class:`AddResult` saying why there is none.
+
+    ``keys``: filled with the verified file's identity under its sha256 when the file kept one identity from
+    before it was read to after (a file replaced meanwhile gets no key, so it is verified again next time).
+    """
     from pytest_trt.audit.attest_verify import build_times
     from pytest_trt.audit.verify import verify_bundle
     from pytest_trt.errors import BundleIntegrityError
 
     try:
+        before = os.stat(path)
         vb = verify_bundle(path, public_key=public_key)
+        if keys is not None:
+            _keep_key(keys, path, before, vb)
         created = iso_utc(path.stat().st_mtime)
         started, finished, attestations = build_times(path, bundle_sha256=vb.sha256, engine_sha256=vb.engine_sha256)
     except BundleIntegrityError as exc:
@@ -75,6 +87,17 @@ def verify_entry(path: Path, *, public_key: Path | None = None) -> CatalogEntry 
     attested = iso_seconds(finished) if finished else None
     return with_approval_records(entry_from_bundle(vb, created=attested or created, build_started=started,
                                                    build_finished=finished, attestations=attestations))
+
+
+def _keep_key(keys: dict[str, FileKey], path: Path, before: os.stat_result, vb: Any) -> None:
+    from pytest_trt.audit.manifest import MANIFEST
+    from pytest_trt.audit.sidecar import members_digest
+    from pytest_trt.audit.sign import SIGNATURE
+
+    after = os.stat(path)
+    stat = (before.st_size, before.st_mtime_ns, before.st_ctime_ns, before.st_ino)
+    if stat == (after.st_size, after.st_mtime_ns, after.st_ctime_ns, after.st_ino):
+        keys[vb.sha256] = (*stat, members_digest(vb.members[MANIFEST], vb.members.get(SIGNATURE)))
 
 
 def with_approval_records(entry: CatalogEntry) -> CatalogEntry:
@@ -102,6 +125,16 @@ def with_approval_records(entry: CatalogEntry) -> CatalogEntry:
     return dataclasses.replace(entry, approvals=tuple(approvals))
 
 
+def _fingerprint(public_key: Path) -> str | None:
+    """The fingerprint of the key file, or None when it cannot be read (verification then says why)."""
+    try:
+        from pytest_trt.audit.sign import load_public_key, public_key_fingerprint
+
+        return public_key_fingerprint(load_public_key(public_key))
+    except (OSError, ValueError, ImportError):
+        return None
+
+
 class Catalog:
     """One open catalog database (a context manager)."""
 
@@ -110,6 +143,15 @@ class Catalog:
         self.path = Path(path)
         self.read_only = read_only
         self.conn = connect(self.path, read_only=read_only)
+        self._devices: dict[tuple[str | None, str | None], int] = {}
+        self._public: str | None = None
+
+    def public_columns(self, alias: str) -> str:
+        """``alias.column, ...`` of every ``bundles`` column a user reads (see :data:`INTERNAL_COLUMNS`)."""
+        if self._public is None:
+            names = [str(r[1]) for r in self.conn.execute("PRAGMA table_info(bundles)")]
+            self._public = ", ".join("{a}." + n for n in names if n not in INTERNAL_COLUMNS)
+        return self._public.format(a=alias)
 
     def __enter__(self) -> Catalog:
         return self
@@ -121,16 +163,47 @@ class Catalog:
         self.conn.close()
 
     # -- writing ----------------------------------------------------------------
-    def _insert(self, entry: CatalogEntry, indexed: str) -> bool:
+    def _device_id(self, device: str | None, device_json: str | None) -> int:
+        key = (device, device_json)
+        if key not in self._devices:  # a device row is never deleted: its id can be kept for the connection
+            self.conn.execute("INSERT OR IGNORE INTO devices (device, device_json) VALUES (?, ?)", key)
+            self._devices[key] = int(self.conn.execute(
+                "SELECT id FROM devices WHERE ifnull(device, '') = ifnull(?, '') "
+                "AND ifnull(device_json, '') = ifnull(?, '')", key).fetchone()[0])
+        return self._devices[key]
+
+    def _refresh_lineage(self, path: str, engine_sha256: str) -> None:
+        """Recompute one lineage's verdict names (``lineage_verdicts``) and its rows' verdict and approval columns."""
+        key = {"path": path, "engine": engine_sha256}
+        self.conn.execute("DELETE FROM lineage_verdicts WHERE path = :path AND engine_sha256 = :engine", key)
+        self.conn.execute("INSERT OR IGNORE INTO lineage_verdicts SELECT DISTINCT v.verdict, o.path, o.engine_sha256 "
+                          "FROM bundles o CROSS JOIN verdicts v ON v.bundle_sha256 = o.sha256 "
+                          "WHERE o.path = :path AND o.engine_sha256 = :engine", key)
+        self.conn.execute(
+            "UPDATE bundles SET (lineage_verdicts, lineage_approvals) = ("
+            "(SELECT group_concat(verdict, ',') FROM (SELECT lv.verdict FROM lineage_verdicts lv "
+            "WHERE lv.path = :path AND lv.engine_sha256 = :engine ORDER BY lv.verdict)), "
+            "(SELECT count(DISTINCT a.test || ' ' || ifnull(a.golden, '') || ' ' || ifnull(a.generation, '')) "
+            "FROM bundles o CROSS JOIN approvals a ON a.bundle_sha256 = o.sha256 "
+            "WHERE o.path = :path AND o.engine_sha256 = :engine)) "
+            "WHERE path = :path AND engine_sha256 = :engine", key)
+
+    def _insert(self, entry: CatalogEntry, indexed: str, key: FileKey | None = None) -> bool:
         cols = entry.columns()
         cols["indexed"] = indexed
+        cols["device_id"] = self._device_id(entry.device, entry.device_json)
         cur = self.conn.execute(
             f"INSERT OR IGNORE INTO bundles ({', '.join(cols)}) VALUES ({', '.join(':' + c for c in cols)})", cols)
         added = cur.rowcount == 1
+        before = {"path": entry.path, "engine_sha256": entry.engine_sha256} if added else self.conn.execute(
+            "SELECT path, engine_sha256 FROM bundles WHERE sha256 = ?", (entry.sha256,)).fetchone()
         self.conn.execute("UPDATE bundles SET superseded_by = :sha WHERE path = :path AND sha256 != :sha "
                           "AND superseded_by IS NULL", {"sha": entry.sha256, "path": entry.path})
         self.conn.execute("UPDATE bundles SET superseded_by = NULL, path = :path WHERE sha256 = :sha",
                           {"sha": entry.sha256, "path": entry.path})
+        if key is not None:
+            self.conn.execute("UPDATE bundles SET size = ?, mtime_ns = ?, ctime_ns = ?, inode = ?, members_sha256 = ? "
+                              "WHERE sha256 = ?", (*key, entry.sha256))
         if added:
             self.conn.executemany(
                 "INSERT OR REPLACE INTO verdicts VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -139,32 +212,81 @@ class Catalog:
             self.conn.executemany(
                 "INSERT OR REPLACE INTO approvals VALUES (?, ?, ?, ?, ?, ?)",
                 [(entry.sha256, a.test, a.golden, a.generation, a.approver, a.reason) for a in entry.approvals])
+        if added or before["path"] != entry.path:
+            self._refresh_lineage(entry.path, before["engine_sha256"])
+        if before["path"] != entry.path:  # a known bundle moved: its old lineage lost a version
+            self._refresh_lineage(before["path"], before["engine_sha256"])
         return added
 
-    def add_entries(self, entries: Sequence[CatalogEntry]) -> list[bool]:
-        """Insert ``entries`` in one transaction; ``True`` for each that was new."""
+    def add_entries(self, entries: Sequence[CatalogEntry], keys: dict[str, FileKey] | None = None) -> list[bool]:
+        """Insert ``entries`` in one transaction; ``True`` for each that was new.
+
+        ``keys``: the verified files' identities by sha256 (see :func:`verify_entry`), for :meth:`known`.
+        """
         import time
 
         indexed = iso_utc(time.time())
+        keys = keys or {}
 
         def run() -> list[bool]:
-            with write_transaction(self.conn):
-                return [self._insert(e, indexed) for e in entries]
+            try:
+                with write_transaction(self.conn):
+                    return [self._insert(e, indexed, keys.get(e.sha256)) for e in entries]
+            except BaseException:
+                self._devices.clear()  # device rows this transaction made were rolled back with it
+                raise
 
         return with_retries(run)
 
+    def known(self, path: Path, *, signer: str | None = None) -> str | None:
+        """The sha256 of the current row for ``path`` when the file is the one verified for it, else None.
+
+        The file is the same when its size, mtime, ctime and inode equal the row's (ctime and inode cannot be set
+        back, so an edit in place shows even with the mtime restored), when its sidecar, if any, names the same
+        sha256, and, with ``signer`` (the fingerprint of ``--public-key``), when the row's signature was checked
+        against that key.  A cache of a verification: ``pytest-trt bundle verify`` checks the bytes.
+        """
+        from pytest_trt.audit.sidecar import read_state
+
+        try:
+            st = os.stat(path)
+            resolved = str(Path(path).resolve())
+        except OSError:
+            return None
+        row = self.conn.execute("SELECT sha256, size, mtime_ns, ctime_ns, inode, signature_checked, signer_key_sha256 "
+                                "FROM bundles WHERE path = ? AND superseded_by IS NULL", (resolved,)).fetchone()
+        if row is None or (row["size"], row["mtime_ns"], row["ctime_ns"], row["inode"]) != (
+                st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino):
+            return None
+        state = read_state(Path(path))
+        if state is not None and state.sha256 != row["sha256"]:
+            return None
+        if signer is not None and not (row["signature_checked"] and row["signer_key_sha256"] == signer):
+            return None
+        return str(row["sha256"])
+
     def add_paths(self, paths: Iterable[Path], *, public_key: Path | None = None) -> list[AddResult]:
-        """Verify and index every bundle in ``paths`` (files or folders); refused ones are not indexed."""
+        """Verify and index every bundle in ``paths`` (files or folders); refused ones are not indexed.
+
+        A file the catalog verified before and that is unchanged since (:meth:`known`) is not read again.
+        """
         results: list[AddResult] = []
         pending: list[CatalogEntry] = []
+        keys: dict[str, FileKey] = {}
+        signer = _fingerprint(public_key) if public_key is not None else None
 
         def flush() -> None:
-            for entry, added in zip(pending, self.add_entries(pending), strict=True):
+            for entry, added in zip(pending, self.add_entries(pending, keys), strict=True):
                 results.append(AddResult(Path(entry.path), "added" if added else "known", entry.sha256))
             pending.clear()
+            keys.clear()
 
         for path in bundle_paths(paths):
-            got = verify_entry(path, public_key=public_key)
+            sha = self.known(path, signer=signer) if public_key is None or signer is not None else None
+            if sha is not None:
+                results.append(AddResult(path, "known", sha))
+                continue
+            got = verify_entry(path, public_key=public_key, keys=keys)
             if isinstance(got, AddResult):
                 results.append(got)
                 continue
@@ -206,8 +328,9 @@ class Catalog:
         prefix = sha_prefix.lower()
         if not prefix or prefix.strip("0123456789abcdef"):
             raise ValueError(f"{sha_prefix!r} is not a sha256 prefix (hexadecimal digits)")
-        return self.rows("SELECT * FROM bundles WHERE substr(sha256, 1, :n) = :p OR substr(engine_sha256, 1, :n) = :p "
-                         "ORDER BY created, sha256", {"n": len(prefix), "p": prefix})
+        return self.rows(f"SELECT {self.public_columns('b')} FROM bundles b WHERE (sha256 >= :p AND sha256 < :q) "
+                         "OR (engine_sha256 >= :p AND engine_sha256 < :q) ORDER BY created, sha256",
+                         {"p": prefix, "q": prefix + "g"})  # 'g' follows every hex digit
 
     def details(self, sha256: str) -> dict[str, list[dict[str, Any]]]:
         """Verdicts and approvals of one bundle's lineage (see :data:`LINEAGE`); its pushes and registrations."""

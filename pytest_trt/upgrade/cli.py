@@ -44,23 +44,47 @@ def cmd_log_diff(args: argparse.Namespace, records: tuple[Any, Any] | None = Non
     return EXIT_OK if result.diff.is_empty else EXIT_FAILED
 
 
+#: the catalog ``upgrade-report`` reads verified facts from when no --db is given and this file exists
+DEFAULT_DB = Path("trt-bundles") / "catalog.sqlite"
+
+
+def _reader(args: argparse.Namespace) -> Any:
+    from pytest_trt.audit.facts import FactsReader
+    from pytest_trt.errors import CatalogError
+    from pytest_trt.upgrade.pairing import catalog_lookup
+
+    db = args.db if args.db is not None else (DEFAULT_DB if DEFAULT_DB.is_file() else None)
+    lookup = None
+    if db is not None and not args.reverify:
+        try:
+            lookup = catalog_lookup(db)
+        except CatalogError as exc:
+            if args.db is not None:
+                raise CommandInputError(exc.message) from None
+    return FactsReader(lookup=lookup, reverify=args.reverify)
+
+
 def cmd_upgrade_report(args: argparse.Namespace) -> int:
     from pytest_trt.errors import PairingError
+    from pytest_trt.upgrade.pairing import collector_paused
     from pytest_trt.upgrade.report import make_report, summary_lines, write_html
 
-    try:
-        report = make_report(args.old, args.new, mask_tactics=not args.tactics, localize=args.localize,
-                             allow_unchecked=args.allow_unchecked, quant_errors=not args.no_quant_errors,
-                             cache_dir=args.cache_dir, golden_dir=args.golden)
-    except PairingError as exc:
-        raise CommandInputError(str(exc)) from None
+    reader = _reader(args)
     html, digest = None, None
-    if not args.no_html:
-        html = Path(args.output)
-        digest = write_html(report, html, tactics=args.tactics)
+    with collector_paused():  # every bundle's documents stay alive until the HTML is written
+        try:
+            report = make_report(args.old, args.new, mask_tactics=not args.tactics, localize=args.localize,
+                                 allow_unchecked=args.allow_unchecked, quant_errors=not args.no_quant_errors,
+                                 cache_dir=args.cache_dir, golden_dir=args.golden, reader=reader)
+        except PairingError as exc:
+            raise CommandInputError(str(exc)) from None
+        if not args.no_html:
+            html = Path(args.output)
+            digest = write_html(report, html, tactics=args.tactics)
+    read = {"from_verified_facts": reader.from_facts, "verified_now": reader.verified}
     if args.json:
-        print(json.dumps({**report.to_dict(), "html": str(html) if html else None, "html_sha256": digest},
-                         indent=2, sort_keys=True, default=str))
+        print(json.dumps({**report.to_dict(), "html": str(html) if html else None, "html_sha256": digest,
+                          "bundles_read": read}, indent=2, sort_keys=True, default=str))
     else:
         print("\n".join(summary_lines(report, html=html, digest=digest)))
     return EXIT_OK if report.ok else EXIT_FAILED
@@ -90,6 +114,11 @@ def register_upgrade(groups: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--localize", action="store_true",
                    help="for configs whose outputs regressed, find the first diverging ONNX node of the models the "
                         "engines were built from (the Q/DQ models of calibrated configs)")
+    p.add_argument("--reverify", action="store_true",
+                   help="verify every bundle completely (by default a bundle unchanged since it was verified, by "
+                        "its sidecar or a catalog row, is read from those verified facts)")
+    p.add_argument("--db", type=Path, metavar="CATALOG",
+                   help=f"a catalog to read verified facts from (default {DEFAULT_DB} when it exists; read-only)")
     p.add_argument("--allow-unchecked", action="store_true",
                    help="a config whose outputs were not checked (no golden check ran) does not fail the review")
     p.add_argument("--no-quant-errors", action="store_true",

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_trt.audit.facts import FactsReader
 from pytest_trt.upgrade.model import (
     CHANGED_UNCHECKED,
     REGRESSION,
@@ -20,15 +21,16 @@ from pytest_trt.upgrade.pairing import VERIFY_STAGE, load_run, pair_runs
 
 def make_report(old: str, new: str, *, mask_tactics: bool = True, localize: bool = False,
                 allow_unchecked: bool = False, quant_errors: bool = True, cache_dir: Path | None = None,
-                golden_dir: Path | None = None) -> UpgradeReport:
+                golden_dir: Path | None = None, reader: FactsReader | None = None) -> UpgradeReport:
     """The review of run ``old`` against run ``new`` (folders, bundles, or comma-joined bundles).
 
     ``quant_errors``: per-tensor quantization errors of every regressed calibrated config
     (:mod:`pytest_trt.upgrade.quant_errors`); ``cache_dir``: the engine cache, where stored Q/DQ models are
     looked up when they cannot be rebuilt; ``golden_dir``: where goldens are looked for when a bundle's path
-    is gone.
+    is gone; ``reader``: how bundles are read (verified facts, or a full verification).
     """
-    pairing = pair_runs(load_run(old), load_run(new))
+    reader = reader or FactsReader()  # one reader for both runs: a file in both is read once
+    pairing = pair_runs(load_run(old, reader), load_run(new, reader))
     report = build_report(pairing, old_label=old, new_label=new, mask_tactics=mask_tactics,
                           allow_unchecked=allow_unchecked)
     if localize:

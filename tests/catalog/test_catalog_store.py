@@ -150,7 +150,7 @@ def test_migration_from_version_1_keeps_rows(tmp_path):
     conn.commit()
     conn.close()
     conn2 = connect(db)
-    assert conn2.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    assert conn2.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
     assert conn2.execute("SELECT sha256 FROM bundles").fetchall()[0][0] == "ab"
     # the rows of a catalog older than attestations have no build times: NULL, never invented
     assert tuple(conn2.execute("SELECT build_started, build_finished, attestations FROM bundles").fetchone()) == (
@@ -165,7 +165,7 @@ def test_newer_schema_and_non_database_are_refused(tmp_path):
     conn = sqlite3.connect(db)
     conn.execute("PRAGMA user_version = 99")
     conn.close()
-    with pytest.raises(CatalogError, match=r"schema version 99 is newer than this pytest-trt reads \(3\)"):
+    with pytest.raises(CatalogError, match=r"schema version 99 is newer than this pytest-trt reads \(4\)"):
         connect(db)
     junk = tmp_path / "junk.sqlite"
     junk.write_bytes(b"this is not sqlite" * 100)
@@ -231,3 +231,113 @@ def test_backend_version_typed_field_first_then_the_versions_table(build, expect
     from pytest_trt.artifact import backend_version_of
 
     assert backend_version_of(build) == expected
+
+
+@pytest.fixture
+def verifies(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The paths ``verify_bundle`` is called with, from here on."""
+    import pytest_trt.audit.verify as verify
+
+    calls: list[Path] = []
+    real = verify.verify_bundle
+
+    def counting(path: Path, **kw: object) -> object:
+        calls.append(Path(path))
+        return real(path, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(verify, "verify_bundle", counting)
+    return calls
+
+
+def test_known_unchanged_bundles_are_not_read_again(tmp_path, rtx_result, write, verifies):
+    for version in ("1.0", "1.1"):
+        write(rtx_result, tmp_path / "b", version=version)
+    with Catalog(tmp_path / "c.sqlite") as cat:
+        first = cat.add_paths([tmp_path / "b"])
+        assert [r.status for r in first] == ["added", "added"] and len(verifies) == 2
+        again = cat.add_paths([tmp_path / "b"])
+    assert [(r.status, r.sha256) for r in again] == [("known", r.sha256) for r in first]
+    assert len(verifies) == 2  # nothing verified the second time
+
+
+def test_a_byte_edited_in_place_with_its_mtime_restored_is_verified_and_refused(tmp_path, rtx_result, write,
+                                                                                 verifies):
+    import os
+
+    path = write(rtx_result, tmp_path / "b")
+    with Catalog(tmp_path / "c.sqlite") as cat:
+        cat.add_paths([path])
+        st = os.stat(path)
+        os.chmod(path, 0o644)
+        with open(path, "r+b") as fh:  # same size, same inode
+            fh.seek(st.st_size // 2)
+            byte = fh.read(1)
+            fh.seek(st.st_size // 2)
+            fh.write(bytes([byte[0] ^ 0xFF]))
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert (os.stat(path).st_size, os.stat(path).st_mtime_ns, os.stat(path).st_ino) == (
+            st.st_size, st.st_mtime_ns, st.st_ino)
+        [res] = cat.add_paths([path])
+    assert res.status == "refused" and len(verifies) == 2
+
+
+def test_a_touched_bundle_is_verified_once_then_known(tmp_path, rtx_result, write, verifies):
+    import os
+
+    path = write(rtx_result, tmp_path / "b")
+    with Catalog(tmp_path / "c.sqlite") as cat:
+        [first] = cat.add_paths([path])
+        st = os.stat(path)
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+        assert [r.status for r in cat.add_paths([path])] == ["known"] and len(verifies) == 2
+        assert [r.status for r in cat.add_paths([path])] == ["known"] and len(verifies) == 2  # the new stat kept
+        # a row indexed before the catalog kept file identities (or by a writer that lost the race) has none
+        cat.conn.execute("UPDATE bundles SET mtime_ns = NULL, ctime_ns = NULL, inode = NULL, members_sha256 = NULL")
+        assert [r.sha256 for r in cat.add_paths([path])] == [first.sha256] and len(verifies) == 3
+        assert [r.sha256 for r in cat.add_paths([path])] == [first.sha256] and len(verifies) == 3
+
+
+def test_a_rewritten_bundle_is_verified_and_added(tmp_path, rtx_result, write, verifies):
+    path = write(rtx_result, tmp_path / "b")
+    with Catalog(tmp_path / "c.sqlite") as cat:
+        [old] = cat.add_paths([path])
+        write(rtx_result, tmp_path / "b", golden={"t.py::a": verdict(rtx_result, "fail")})  # the recorder's rewrite
+        [new] = cat.add_paths([path])
+        assert new.status == "added" and new.sha256 == _sha(path.read_bytes()) != old.sha256
+        assert cat.find(old.sha256 or "")[0]["superseded_by"] == new.sha256
+        assert len(verifies) == 2
+
+
+def test_a_sidecar_naming_another_file_forces_verification(tmp_path, rtx_result, write, verifies):
+    from pytest_trt.audit.sidecar import read_state, sidecar_path
+
+    path = write(rtx_result, tmp_path / "b")
+    with Catalog(tmp_path / "c.sqlite") as cat:
+        cat.add_paths([path])
+        side = sidecar_path(path)
+        doc = json.loads(side.read_text())
+        doc["sha256"] = "0" * 64
+        side.write_text(json.dumps(doc))
+        assert read_state(path) is not None  # the sidecar still describes the file on disk
+        assert [r.status for r in cat.add_paths([path])] == ["known"]
+    assert len(verifies) == 2
+
+
+def test_a_row_indexed_without_the_key_is_verified_under_public_key(tmp_path, rtx_result, write, verifies):
+    pytest.importorskip("cryptography", reason="signing needs cryptography (pip install 'pytest-trt[sign]')")
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    key = ed25519.Ed25519PrivateKey.generate()
+    pem, pub = tmp_path / "k.pem", tmp_path / "k.pub"
+    pem.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                      serialization.NoEncryption()))
+    pub.write_bytes(key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                  serialization.PublicFormat.SubjectPublicKeyInfo))
+    path = write(rtx_result, tmp_path / "b", sign_key=pem)
+    with Catalog(tmp_path / "c.sqlite") as cat:
+        cat.add_paths([path])
+        assert cat.find(_sha(path.read_bytes()))[0]["signature_checked"] == 0 and len(verifies) == 1
+        assert [r.status for r in cat.add_paths([path], public_key=pub)] == ["known"] and len(verifies) == 2
+        assert cat.find(_sha(path.read_bytes()))[0]["signature_checked"] == 0  # INSERT OR IGNORE kept the row
+        assert [r.status for r in cat.add_paths([path])] == ["known"] and len(verifies) == 2

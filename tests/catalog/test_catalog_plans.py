@@ -1,0 +1,138 @@
+"""Every catalog query is answered through indexes: ``EXPLAIN QUERY PLAN`` of each filter set.
+
+The catalog here holds a few hundred rows, inserted through ``Catalog.add_entries`` without ``ANALYZE``: the
+planner then has no statistics and chooses by the indexes alone, as it does on a catalog of any size.  A plan
+that scans ``bundles`` (or a verdict table) for a filtered query costs time in proportion to the whole catalog,
+for every query; one that scans per candidate row is quadratic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_trt.catalog.fields import ApprovalRef, CatalogEntry, Verdict
+from pytest_trt.catalog.query import Filters, history, query
+from pytest_trt.catalog.store import Catalog
+
+OPTIONS: dict[str, str] = {
+    "config": "model_1*", "backend": "tensorrt", "backend_version": "8.6", "device": "A100",
+    "calibration": "min-max", "verdict": "regression", "engine_sha256": "ab12", "since": "2026-06-01T00:00:00Z",
+}
+#: a scan of any table but ``devices`` (one row per device), or of ``bundles`` other than in creation order
+_SCAN = re.compile(r"^SCAN (?!d\b)(?!b USING INDEX bundles_created$)")
+_DEVICES = ("NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA L4", None)
+
+
+def synthetic_entries(n: int) -> list[CatalogEntry]:
+    """``n`` rows with varied configs, backends, devices, calibrators and verdicts; one in five rewrites a path."""
+    entries: list[CatalogEntry] = []
+    lineages: list[tuple[str, str]] = []
+    for i in range(n):
+        sha = hashlib.sha256(f"row {i}".encode()).hexdigest()
+        if lineages and i % 5 == 4:
+            path, engine = lineages[(i * 7) % len(lineages)]
+        else:
+            path, engine = f"/archive/{sha}.tar.gz", hashlib.sha256(sha.encode()).hexdigest()
+            lineages.append((path, engine))
+        backend, version = (("tensorrt", "8.6.1.6"), ("tensorrt", "10.3.0.26"), ("onnxruntime", "1.23.2"))[i % 3]
+        device = _DEVICES[i % 4]
+        verdict = ("pass", "pass", "fail", "updated", "pass", "regression")[i % 6]
+        entries.append(CatalogEntry(
+            sha256=sha, path=path, size=1000, config_name=f"model_{i % 20}", config_version="1.0", backend=backend,
+            backend_version=version, cuda_runtime="12.4", cuda_driver="550", device=device,
+            device_json=json.dumps({"kind": "gpu", "name": device}) if device else '{"kind":"cpu"}',
+            engine_sha256=engine, engine_included=True, onnx_sha256=sha, config_hash=sha[:16], config_sha256=sha,
+            calibration_algorithm=("minmax", "entropy2", None)[i % 3], calibration_cache_sha256=None,
+            git_commit=sha[:40], git_dirty=False, created=f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}T00:00:00Z",
+            signer_key_sha256=None, signature_checked=False,
+            verdicts=(Verdict("t.py::acc", verdict, "g/m.h5", 1, None, {"l2_delta": 0.1}),),
+            approvals=(ApprovalRef("t.py::acc", "g/m.h5", 1, "ann", "ok"),) if verdict == "updated" else ()))
+    return entries
+
+
+@pytest.fixture(scope="module")
+def catalog(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    with Catalog(tmp_path_factory.mktemp("plans") / "c.sqlite") as cat:
+        cat.add_entries(synthetic_entries(300))
+        yield cat
+
+
+def _statements(cat: Catalog, monkeypatch: pytest.MonkeyPatch, call: Any) -> list[tuple[str, Any]]:
+    """Every statement ``call`` runs through ``Catalog.rows``, with its parameters."""
+    seen: list[tuple[str, Any]] = []
+    real = Catalog.rows
+
+    def rows(self: Catalog, sql: str, params: Any = ()) -> list[dict[str, Any]]:
+        seen.append((sql, params))
+        return real(self, sql, params)
+
+    monkeypatch.setattr(Catalog, "rows", rows)
+    call()
+    monkeypatch.undo()
+    assert seen
+    return seen
+
+
+def _plan(cat: Catalog, sql: str, params: Any) -> list[str]:
+    return [str(r[3]) for r in cat.conn.execute("EXPLAIN QUERY PLAN " + sql, params)]
+
+
+def _filter_sets() -> list[tuple[tuple[str, ...], bool]]:
+    keys = [()] + [(k,) for k in OPTIONS] + list(itertools.combinations(OPTIONS, 2)) + [tuple(OPTIONS)]
+    return [(k, include_all) for k in keys for include_all in (False, True)]
+
+
+@pytest.mark.parametrize(("keys", "include_all"), _filter_sets(), ids=lambda v: "+".join(v) if isinstance(v, tuple)
+                         else ("all" if v else "current"))
+def test_every_filter_set_is_index_driven(catalog, monkeypatch, keys, include_all):
+    f = Filters(**{k: OPTIONS[k] for k in keys}, include_all=include_all)
+    for sql, params in _statements(catalog, monkeypatch, lambda: query(catalog, f)):
+        plan = _plan(catalog, sql, params)
+        assert not [line for line in plan if _SCAN.match(line)], (keys, plan)
+        if any(line.startswith("CORRELATED") for line in plan):  # a probe per candidate row: by its lineage key
+            probes = [line for line in plan if line.startswith("SEARCH lv")]
+            assert probes and all("(path=? AND engine_sha256=?" in line for line in probes), (keys, plan)
+        if keys:
+            assert not [line for line in plan if line.startswith("SCAN b")], (keys, plan)
+        else:  # every row, read in the order given: no sort of the whole catalog
+            assert "USE TEMP B-TREE FOR ORDER BY" not in plan, plan
+
+
+def test_the_filter_sets_match_rows(catalog):
+    """The plans above are of queries that answer something: each option alone matches rows here."""
+    for key, value in OPTIONS.items():
+        if key != "engine_sha256":
+            assert query(catalog, Filters(**{key: value})), key
+
+
+def test_find_details_and_history_are_index_driven(catalog, monkeypatch):
+    row = query(catalog, Filters(limit=1))[0]
+    for call in (lambda: catalog.find(row["engine_sha256"][:4]), lambda: catalog.find(row["sha256"][:6]),
+                 lambda: catalog.details(row["sha256"]), lambda: history(catalog, "model_1", include_all=True)):
+        for sql, params in _statements(catalog, monkeypatch, call):
+            plan = _plan(catalog, sql, params)
+            assert not [line for line in plan if line.startswith("SCAN") and not line.startswith("SCAN d")], plan
+
+
+def test_a_migrated_catalog_has_the_same_plans(tmp_path, monkeypatch):
+    """A catalog written at schema 2 and opened by this version gets the indexes through its migration."""
+    import sqlite3
+
+    from pytest_trt.catalog.database import MIGRATIONS
+
+    db = tmp_path / "old.sqlite"
+    conn = sqlite3.connect(db)
+    conn.executescript(MIGRATIONS[0] + ";" + MIGRATIONS[1] + "; PRAGMA user_version = 2;")
+    conn.close()
+    with Catalog(db) as cat:
+        f = Filters(**OPTIONS)
+        for sql, params in _statements(cat, monkeypatch, lambda: query(cat, f)):
+            assert not [line for line in _plan(cat, sql, params) if line.startswith("SCAN b")]
+    assert Path(db).exists()
