@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import pytest
 
-# hypothesis is the `hypothesis` extra, not part of the README's quick start (`.[rtx,ort]`): skip, do not error
+# hypothesis is the `hypothesis` extra, not part of the README's quick start (`.[rtx,ort,attest]`): skip, do not error
 pytest.importorskip("hypothesis", reason="examples/test_properties.py needs hypothesis: "
                     "pip install 'pytest-trt[hypothesis]'")
 

@@ -55,7 +55,7 @@ def test_examples_pass_on_onnxruntime_after_the_first_approval(examples_copy: Pa
 
 
 def test_examples_collect_without_hypothesis(examples_copy: Path) -> None:
-    """The README's first quick-start command installs only `.[rtx,ort]`: no example module may need the test extra."""
+    """The README's first quick-start command installs only `.[rtx,ort,attest]`: no example module may need the test extra."""
     blocker = examples_copy / "no_hypothesis"
     (blocker / "hypothesis").mkdir(parents=True)
     (blocker / "hypothesis" / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'hypothesis'\", name='hypothesis')\n")
