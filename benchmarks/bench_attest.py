@@ -70,24 +70,15 @@ def main() -> None:
     ap.add_argument("--model", choices=("mnv2_224", "example"), default="mnv2_224")
     args = ap.parse_args()
 
-    from benchmarks.models import mobilenet_v2_224
-    from examples.models import mobilenet_v2, save
+    from benchmarks.models import bench_config
     from pytest_trt.audit.environment import capture_environment
     from pytest_trt.audit.recorder import AuditSettings, BundleRecorder
     from pytest_trt.backends.registry import create_backend
-    from pytest_trt.config import BuildConfig, Profile
     from pytest_trt.engines.provider import EngineProvider
 
     work = Path(tempfile.mkdtemp(prefix="bench_attest_"))
     try:
-        if args.model == "example":
-            onnx = save(mobilenet_v2(), work / "mobilenet_v2.onnx")
-            shapes = ((1, 3, 32, 32), (8, 3, 32, 32), (32, 3, 32, 32))
-        else:
-            onnx = save(mobilenet_v2_224(), work / "mobilenet_v2_224.onnx")
-            shapes = ((1, 3, 224, 224), (4, 3, 224, 224), (8, 3, 224, 224))
-        config = BuildConfig(name="mobilenet_v2", version="1.2.3", onnx=onnx, precision="typed",
-                             profiles=[Profile(input=shapes)])
+        config = bench_config(args.model, work)
         backend = create_backend("tensorrt-rtx")
         backend.build(config)  # warm-up: library loading is not part of a build
         env = capture_environment(backend=backend.name, rootdir=Path.cwd())

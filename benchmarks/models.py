@@ -22,6 +22,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from examples.models import OPSET, _Graph, save
+from pytest_trt.config import BuildConfig, Profile
 
 #: (expansion t, output channels c, repeats n, first stride s), MobileNetV2 table 2
 SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
@@ -36,19 +37,7 @@ def mobilenet_v2_224(*, batch: int | str = "N", seed: int = 0, num_classes: int 
             index += 1
             x, cin = g.inverted_residual(f"block{index}", x, cin, t, cout, s if r == 0 else 1), cout
     x = g.relu6("head/relu6", g.bn("head/bn", g.conv("head/conv", x, cin, 1280, 1), 1280))
-    g.nodes.append(helper.make_node("GlobalAveragePool", [x], ["pool:out"], name="pool"))
-    g.nodes.append(helper.make_node("Flatten", ["pool:out"], ["flatten:out"], name="flatten", axis=1))
-    w = g.weight("classifier.weight", (num_classes, 1280), scale=0.01)
-    b = g.const("classifier.bias", np.zeros(num_classes, dtype=np.float32))
-    g.nodes.append(helper.make_node("Gemm", ["flatten:out", w, b], ["logits"], name="classifier", transB=1))
-    graph = helper.make_graph(
-        g.nodes, "mobilenet_v2_224",
-        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [batch, 3, 224, 224])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, num_classes])], g.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="pytest-trt-bench")
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    return model
+    return _classifier_head(g, x, 1280, "classifier", "mobilenet_v2_224", batch, num_classes)
 
 
 #: (bottleneck width, blocks, first stride) of ResNet-50's four stages
@@ -78,19 +67,7 @@ def resnet50_224(*, batch: int | str = "N", seed: int = 0, num_classes: int = 10
         for b in range(blocks):
             x = _bottleneck(g, f"layer{stage}.{b}", x, cin, width, stride if b == 0 else 1)
             cin = 4 * width
-    g.nodes.append(helper.make_node("GlobalAveragePool", [x], ["pool:out"], name="pool"))
-    g.nodes.append(helper.make_node("Flatten", ["pool:out"], ["flatten:out"], name="flatten", axis=1))
-    w = g.weight("fc.weight", (num_classes, cin), scale=0.01)
-    b = g.const("fc.bias", np.zeros(num_classes, dtype=np.float32))
-    g.nodes.append(helper.make_node("Gemm", ["flatten:out", w, b], ["logits"], name="fc", transB=1))
-    graph = helper.make_graph(
-        g.nodes, "resnet50_224",
-        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [batch, 3, 224, 224])],
-        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, num_classes])], g.inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="pytest-trt-bench")
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    return model
+    return _classifier_head(g, x, cin, "fc", "resnet50_224", batch, num_classes)
 
 
 def parameters(model: onnx.ModelProto) -> int:
@@ -105,6 +82,40 @@ def write(path: str | Path, **kwargs: object) -> Path:
 
 def write_resnet50(path: str | Path, **kwargs: object) -> Path:
     return save(resnet50_224(**kwargs), path)  # type: ignore[arg-type]
+
+
+def _classifier_head(g: _Graph, x: str, cin: int, fc: str, name: str, batch: int | str,
+                     num_classes: int) -> onnx.ModelProto:
+    """Global average pool, flatten and a ``num_classes``-way Gemm named ``fc`` on ``x``; the checked model."""
+    g.nodes.append(helper.make_node("GlobalAveragePool", [x], ["pool:out"], name="pool"))
+    g.nodes.append(helper.make_node("Flatten", ["pool:out"], ["flatten:out"], name="flatten", axis=1))
+    w = g.weight(f"{fc}.weight", (num_classes, cin), scale=0.01)
+    b = g.const(f"{fc}.bias", np.zeros(num_classes, dtype=np.float32))
+    g.nodes.append(helper.make_node("Gemm", ["flatten:out", w, b], ["logits"], name=fc, transB=1))
+    graph = helper.make_graph(
+        g.nodes, name,
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [batch, 3, 224, 224])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [batch, num_classes])], g.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="pytest-trt-bench")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
+def bench_config(model: str, folder: Path) -> BuildConfig:
+    """The benchmarks' pinned config of ``model`` ("example": the example MobileNetV2 at 32x32; "mnv2_224";
+    "resnet50"), its ONNX written into ``folder``."""
+    from examples.models import mobilenet_v2
+
+    if model == "example":
+        onnx_path = save(mobilenet_v2(), folder / "mobilenet_v2.onnx")
+        shapes = ((1, 3, 32, 32), (8, 3, 32, 32), (32, 3, 32, 32))
+    else:
+        made = resnet50_224() if model == "resnet50" else mobilenet_v2_224()
+        onnx_path = save(made, folder / f"{made.graph.name}.onnx")
+        shapes = ((1, 3, 224, 224), (4, 3, 224, 224), (8, 3, 224, 224))
+    return BuildConfig(name="mobilenet_v2", version="1.2.3", onnx=onnx_path, precision="typed",
+                       profiles=[Profile(input=shapes)])
 
 
 if __name__ == "__main__":
