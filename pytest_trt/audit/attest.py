@@ -175,12 +175,17 @@ def _calibration_deps(inputs: BundleInputs) -> list[dict[str, Any]]:
 
 
 def _goldens(golden: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One resource per golden file the bundled checks compared with (name, generation)."""
+    """One resource per golden file the bundled checks compared with (name, generation), with the sha256 of its
+    golden dataset where the verdict names it."""
     seen: dict[str, dict[str, Any]] = {}
     for verdict in golden.values():
         name = verdict.get("golden") if isinstance(verdict, Mapping) else None
         if isinstance(name, str) and name:
             seen[name] = {"name": name, "annotations": {"generation": verdict.get("generation")}}
+            dataset = verdict.get("dataset_sha256")
+            if isinstance(dataset, str) and dataset:
+                seen[name]["digest"] = {"sha256": dataset}
+                seen[name]["annotations"]["digest_of"] = "golden dataset"
     return [seen[k] for k in sorted(seen)]
 
 
@@ -285,7 +290,8 @@ def bom(info: BundleInfo, inputs: BundleInputs) -> dict[str, Any]:
                               hashes=sha(dep["digest"]["sha256"])))
     for i, ref in enumerate(_goldens(inputs.golden_results or {})):
         deps.append(Component(type=ComponentType.DATA, bom_ref=f"golden-{i}", name=ref["name"],
-                              version=str(ref["annotations"].get("generation"))))
+                              version=str(ref["annotations"].get("generation")),
+                              hashes=sha(ref["digest"]["sha256"]) if "digest" in ref else []))
     deps.append(Component(type=ComponentType.LIBRARY, bom_ref="backend", name=result.backend,
                           version=result.backend_version or "unknown"))
     doc = Bom(serial_number=uuid.uuid5(uuid.NAMESPACE_URL, f"pytest-trt:{info.sha256}"))

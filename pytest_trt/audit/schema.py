@@ -145,6 +145,7 @@ _VERDICT = {
     "test": _STR_OR_NULL,
     "golden": _STR_OR_NULL,
     "generation": ((int,), True, False),
+    "dataset_sha256": _STR_OR_NULL,
     "detail": ((dict,), True, False),
     "outputs": ((dict,), True, False),
 }

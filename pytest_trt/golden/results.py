@@ -124,6 +124,7 @@ class CheckResult:
     verdict: Verdict = field(default_factory=Verdict)
     note: str | None = None  # provenance differences within thresholds, for the terminal summary
     outputs_summary: dict[str, Any] | None = None  # per-output figures for the bundle (pytest_trt.upgrade.outputs)
+    dataset_sha256: str | None = None  # the golden dataset's digest
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,7 @@ class UpdateResult:
     approval: Approval
     dataset_changed: bool = False  # the refresh replaced the golden dataset: earlier outputs ran other inputs
     noise: Mapping[str, Any] | None = None  # the snapshot's measured noise (pytest_trt.golden.noise), or why none
+    dataset_sha256: str | None = None  # the golden dataset's digest
 
     def summary_lines(self) -> list[str]:
         """Terminal-summary lines: what the refresh changed, per output; the noise measured."""

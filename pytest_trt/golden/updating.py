@@ -167,7 +167,7 @@ def update(scope: GoldenScope, config: Any, engine: Any, outputs: Mapping[str, n
             logged.append(approval)
     structure_text = None if diff is None or diff.is_empty else diff.render()
     return UpdateResult(name, path, generation, deltas, structure_text, approval,
-                           dataset_changed=old is not None and dataset_changed, noise=measured)
+                           dataset_changed=old is not None and dataset_changed, noise=measured, dataset_sha256=digest)
 
 
 def change_record(settings: Any) -> dict[str, Any]:

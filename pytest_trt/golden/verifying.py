@@ -107,6 +107,7 @@ def verify(
             raise GoldenMissing(scope.missing_message(name, path, f"{path} has no snapshot for it (snapshots: {held})"),
                                 path=str(path))
         snap = g[name]
+        dataset_sha256 = g.dataset_sha256  # the golden dataset checked against, named in the bundle's verdict
         _refuse_edited(g, snap, path)
         if scope.settings.signoff_required:  # before any data is read: an unsigned golden is not evidence
             from pytest_trt.common.fileio import sha256_file
@@ -163,6 +164,7 @@ def verify(
         except GoldenError as exc:
             exc.context["outputs_summary"] = outputs_summary
             exc.context["golden_generation"] = (str(path), generation)  # the verdict names what it was checked against
+            exc.context["golden_dataset_sha256"] = dataset_sha256
             raise
     if structure_text and structure == "warn":
         warn_structure(structure_text, golden_label)
@@ -170,7 +172,8 @@ def verify(
     if changes:
         command = update_command(scope.command_nodeid, reason="REASON", args=scope.settings.command_args)
         note = provenance_note(f"{path.name} [{name}] generation {generation}", changes, command)
-    return CheckResult(name, path, generation, metrics, structure_text, verdict, note, outputs_summary)
+    return CheckResult(name, path, generation, metrics, structure_text, verdict, note, outputs_summary,
+                       dataset_sha256=dataset_sha256)
 
 
 def unapproved(g: GoldenFile, snap: SnapshotView) -> list[str]:

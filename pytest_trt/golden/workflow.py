@@ -151,20 +151,24 @@ class GoldenCheck:
             detail = exc.context.get("verdict")
             summary = exc.context.get("outputs_summary")
             checked = exc.context.get("golden_generation")
+            dataset_sha = exc.context.get("golden_dataset_sha256")
             self._verdict(config_hash, _VERDICTS.get(type(exc).__name__, "fail"), exc.message,
                           **({"detail": detail} if detail else {}), **({"outputs": summary} if summary else {}),
-                          **({"golden": checked[0], "generation": checked[1]} if checked else {}))
+                          **({"golden": checked[0], "generation": checked[1]} if checked else {}),
+                          **({"dataset_sha256": dataset_sha} if dataset_sha else {}))
             raise
         if skip_message is not None:
             from pytest_trt.engines.skipping import skip_here
 
             skip_here(skip_message)
         if isinstance(result, UpdateResult):
-            self._verdict(config_hash, "updated", None, golden=str(result.path), generation=result.generation)
+            self._verdict(config_hash, "updated", None, golden=str(result.path), generation=result.generation,
+                          dataset_sha256=result.dataset_sha256)
             return result
         summary = result.outputs_summary
         self._verdict(config_hash, "pass", result.note, golden=str(result.path), generation=result.generation,
-                      detail=result.verdict.to_dict(), **({"outputs": summary} if summary else {}))
+                      dataset_sha256=result.dataset_sha256, detail=result.verdict.to_dict(),
+                      **({"outputs": summary} if summary else {}))
         if result.note:
             self.note(result.note)
         return result

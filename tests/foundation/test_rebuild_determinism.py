@@ -186,8 +186,9 @@ def test_tensorrt_rtx_rebuilds_of_mobilenet_are_reported_exactly_when_the_bytes_
     shutil.copytree(root / "examples", project, ignore=shutil.ignore_patterns("golden", "__pycache__", "trt-*"))
     args = ["-p", "no:cacheprovider", "--trt-backend", "tensorrt-rtx", "--trt-engine-build", "--trt-cache-dir=cache",
             "-o", "trt_bundle_engine=false", "test_mobilenet.py", "-k", "not golden"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
     run = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=project, capture_output=True, text=True,
-                         timeout=600)
+                         timeout=600, env=env)  # the examples' conftest imports examples.models
     assert run.returncode == 0, run.stdout[-3000:]
 
     def shas() -> dict[str, str]:
@@ -197,7 +198,7 @@ def test_tensorrt_rtx_rebuilds_of_mobilenet_are_reported_exactly_when_the_bytes_
     before = shas()
     for _ in range(2):
         again = subprocess.run([sys.executable, "-m", "pytest", *args, "--trt-rebuild"], cwd=project,
-                               capture_output=True, text=True, timeout=600)
+                               capture_output=True, text=True, timeout=600, env=env)
         assert again.returncode == 0, again.stdout[-3000:]
         after = shas()
         changed = {k for k in after if after[k] != before.get(k)}
