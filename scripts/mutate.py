@@ -495,7 +495,7 @@ MUTANTS = (
            '            if entry.get("key") != key:', "            if False:",
            _CACHE, "an entry of another key is used"),
     Mutant("cache-store-in-place", "pytest_trt/engines/cache.py",
-           "        replace_directory(final, fill, staging=self.root / \"tmp\", keep_replaced=self.replaced_dir(key))",
+           "        replace_directory(final, fill, staging=self.root / \"tmp\", keep_replaced_in=self.root / REPLACED)",
            "        final.mkdir(parents=True, exist_ok=True)\n        fill(final)",
            _CACHE, "cache entries are written where readers look"),
     Mutant("sidecar-never-settled", "pytest_trt/audit/recorder.py",

@@ -96,13 +96,13 @@ def write_json_atomic(path: Path, data: Any, *, indent: int | None = None, mode:
 
 
 def replace_directory(target: Path, fill: Callable[[Path], None], *, staging: Path | None = None,
-                      keep_replaced: Path | None = None) -> None:
+                      keep_replaced_in: Path | None = None) -> None:
     """Write a folder with ``fill(tmp)`` into a temporary folder, then rename it to ``target``.
 
     ``staging`` (default: ``target``'s parent) holds the temporary folder, named
     ``.<target name>.<pid>.<random>``: the pid tells a cleaner whether its writer still runs.
-    An existing ``target`` is renamed away first and deleted after, or, with ``keep_replaced``,
-    renamed to that path (a folder already there is deleted first).  When another process
+    An existing ``target`` is renamed away first and deleted after, or, with ``keep_replaced_in``,
+    renamed to ``keep_replaced_in / target.name`` (a folder already there is deleted first).  When another process
     put a complete ``target`` in place in between, that one is kept.
     """
     staging = target.parent if staging is None else staging
@@ -115,8 +115,8 @@ def replace_directory(target: Path, fill: Callable[[Path], None], *, staging: Pa
         if target.exists():
             doomed = staging / f".{target.name}.replaced.{os.getpid()}.{uuid.uuid4().hex[:8]}"
             os.replace(target, doomed)
-            if keep_replaced is not None:
-                _set_aside(doomed, keep_replaced, staging)
+            if keep_replaced_in is not None:
+                _set_aside(doomed, keep_replaced_in / target.name, staging)
             shutil.rmtree(doomed, ignore_errors=True)
         try:
             os.replace(tmp, target)

@@ -34,6 +34,8 @@ from pytest_trt.common.fileio import (
 from pytest_trt.errors import CacheCorrupt, FolderUnusable
 
 ENTRY_FILE = "entry.json"
+#: where a rebuild's replaced entry is kept (``<cache>/replaced/<key>``), for the rebuild check
+REPLACED = "replaced"
 #: corrupt entries kept for inspection (newest first); older ones are deleted
 KEEP_CORRUPT = 5
 
@@ -188,12 +190,12 @@ class EngineCache:
             # inside the unpublished folder: a plain write (the rename publishes it; no fsync, see above)
             (folder / ENTRY_FILE).write_text(json.dumps(entry, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
-        replace_directory(final, fill, staging=self.root / "tmp", keep_replaced=self.replaced_dir(key))
+        replace_directory(final, fill, staging=self.root / "tmp", keep_replaced_in=self.root / REPLACED)
         return final
 
     def replaced_dir(self, key: str) -> Path:
         """Where :meth:`store` keeps the entry a rebuild replaced (``<dir>/replaced/<key>``), for the rebuild check."""
-        return self.root / "replaced" / key
+        return self.root / REPLACED / key
 
     def replaced_engine_sha256(self, key: str) -> str | None:
         """The engine sha256 that the replaced entry's ``entry.json`` lists; None: no replaced entry, or unreadable."""

@@ -132,7 +132,7 @@ def drift_expr(spec: MonitorSpec, output: str, stat: str, range_: str, matchers:
     s = ref.stats[stat]
     sel = _selector(spec, output, matchers)
     unit = s.unit(ref.samples, spec.policy.window)
-    return (f"(increase({PREFIX}_{stat}_sum{sel}[{range_}]) / increase({PREFIX}_{stat}_count{sel}[{range_}])"
+    return (f"abs(increase({PREFIX}_{stat}_sum{sel}[{range_}]) / increase({PREFIX}_{stat}_count{sel}[{range_}])"
             f" - {s.mean!r}) / {unit!r}")
 
 
