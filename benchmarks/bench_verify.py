@@ -37,7 +37,7 @@ FULL_BLOCKS = tuple((t, c, s if i == 0 else 1) for t, c, n, s in (
 
 
 def _old_verifier(commit: str) -> Any:
-    """``verify_bundle`` of ``commit``, with that commit's archive, tarscan and schema modules (loaded from git)."""
+    """``verify_bundle`` of ``commit``, with that commit's archive, tarstream, tarscan and schema modules (from git)."""
     import subprocess
     import types
 
@@ -48,7 +48,7 @@ def _old_verifier(commit: str) -> Any:
         return done.stdout if done.returncode == 0 else None
 
     def load(name: str, text: str) -> types.ModuleType:
-        for dep in ("archive", "tarscan", "schema"):
+        for dep in ("archive", "tarstream", "tarscan", "schema"):
             text = text.replace(f"from pytest_trt.audit.{dep} import", f"from old_{dep} import")
             text = text.replace(f"from pytest_trt.audit import {dep}\n", f"import old_{dep} as {dep}\n")
         module = types.ModuleType(name)
@@ -56,7 +56,7 @@ def _old_verifier(commit: str) -> Any:
         exec(compile(text, name, "exec"), module.__dict__)
         return module
 
-    for dep in ("archive", "schema", "tarscan"):  # the order of their own imports
+    for dep in ("archive", "schema", "tarstream", "tarscan"):  # the order of their own imports
         text = source(f"pytest_trt/audit/{dep}.py")
         if text is not None:
             load(f"old_{dep}", text)
