@@ -785,7 +785,8 @@ MUTANTS = (
            "bisection returns the index of the shortest passing prefix, not its length: one node too few"),
     # -- golden/updating.py, compare/metrics.py, golden/noise.py: approvals that can pass, measured noise ----------
     Mutant("golden-update-refusal-off", "pytest_trt/golden/updating.py",
-           "            if refused:  # inside the atomic update", "            if False:  # inside the atomic update",
+           "    if refused:\n        raise GoldenError(\n            f\"{label}: refusing to approve",
+           "    if False:\n        raise GoldenError(\n            f\"{label}: refusing to approve",
            ("tests/golden/test_golden_workflow.py::test_update_refuses_thresholds_its_check_would_refuse",),
            "an update approves top1_drop without labels: a golden that no later check can pass"),
     Mutant("class-score-name-ignored", "pytest_trt/compare/metrics.py",
@@ -801,7 +802,7 @@ MUTANTS = (
            "    return replace(verdict, checks=tuple(add(c) for c in verdict.checks))", "    return verdict",
            ("tests/golden/test_noise.py",), "a failure shows thresholds without the noise measured at approval"),
     Mutant("measured-tolerance-ignored", "pytest_trt/golden/verifying.py",
-           "            limits = limits.with_measured(measured.suggested())", "            pass",
+           "    return limits.with_measured(measured.suggested())", "    return limits",
            ("tests/golden/test_noise.py",), "tolerance=\"measured\" checks with the defaults (l2_delta 0.05)"),
     Mutant("noise-switch-ignored", "pytest_trt/pytest_plugin/golden.py",
            "                measure_noise=self.measure_noise,\n", "",

@@ -136,15 +136,8 @@ def update(scope: GoldenScope, config: Any, engine: Any, outputs: Mapping[str, n
             deltas = {n: a.result(samples, baseline_of(old_baselines, n))
                       for n, a in accumulators.items() if a.golden is not None}
             baselines = {n: a.baseline() for n, a in accumulators.items()}
-            if limits is not None:
-                facts = {n: a.as_golden(samples, baseline_of(baselines, n)) for n, a in accumulators.items()}
-                refused = unevaluable(limits, facts)
-                if refused:  # inside the atomic update: nothing is written, no approval logged
-                    raise GoldenError(
-                        f"{label}: refusing to approve: {'; '.join(refused)}. The next check of this snapshot would "
-                        "refuse the same threshold, so the golden could never pass: change the threshold in check() "
-                        "(or give the golden dataset what it needs) and approve again", refused=list(refused),
-                    )
+            if limits is not None:  # inside the atomic update: a refusal writes nothing and logs no approval
+                _refuse_unevaluable(limits, accumulators, samples, baselines, label)
             new_prov = (provenance.from_engine(engine, dataset_sha256=digest, cwd=settings.rootdir)
                         if engine is not None
                         else provenance.from_outputs(config, dataset_sha256=digest, cwd=settings.rootdir))
@@ -168,6 +161,20 @@ def update(scope: GoldenScope, config: Any, engine: Any, outputs: Mapping[str, n
     structure_text = None if diff is None or diff.is_empty else diff.render()
     return UpdateResult(name, path, generation, deltas, structure_text, approval,
                            dataset_changed=old is not None and dataset_changed, noise=measured, dataset_sha256=digest)
+
+
+
+def _refuse_unevaluable(limits: ThresholdSet, accumulators: Mapping[str, Any], samples: int,
+                        baselines: Mapping[str, Any], label: str) -> None:
+    """Refuse thresholds the next check of these very outputs could not evaluate: the golden could never pass."""
+    facts = {n: a.as_golden(samples, baseline_of(baselines, n)) for n, a in accumulators.items()}
+    refused = unevaluable(limits, facts)
+    if refused:
+        raise GoldenError(
+            f"{label}: refusing to approve: {'; '.join(refused)}. The next check of this snapshot would "
+            "refuse the same threshold, so the golden could never pass: change the threshold in check() "
+            "(or give the golden dataset what it needs) and approve again", refused=list(refused),
+        )
 
 
 def change_record(settings: Any) -> dict[str, Any]:

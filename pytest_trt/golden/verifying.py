@@ -87,11 +87,8 @@ def verify(
     classifier: Callable[[str], bool | None],
     tolerance: str | None = None,
 ) -> CheckResult:
-    """Compare ``engine`` (or ``outputs``) with the golden of ``config``; raise on any failure.
-
-    ``tolerance="measured"``: the thresholds the noise measured at approval suggests, per output (explicit
-    thresholds still win).  A failure shows the measured noise beside each threshold it bounds.
-    """
+    """Compare ``engine`` (or ``outputs``) with the golden of ``config``; raise on any failure.  ``tolerance=
+    "measured"``: the thresholds the noise measured at approval suggests (explicit ones still win)."""
     __tracebackhide__ = True
     name = config.name
     path: Path = scope.path_for(name)
@@ -99,30 +96,12 @@ def verify(
         raise GoldenMissing(scope.missing_message(name, path, f"{path} does not exist", needs_dataset=dataset is None),
                             path=str(path))
     with GoldenFile(path) as g, guard(path):
-        if not g.has_dataset:
-            raise GoldenMissing(scope.missing_message(name, path, f"{path} holds no golden dataset",
-                                                      needs_dataset=dataset is None), path=str(path))
-        if name not in g:
-            held = ", ".join(sorted(g)) or "none"
-            raise GoldenMissing(scope.missing_message(name, path, f"{path} has no snapshot for it (snapshots: {held})"),
-                                path=str(path))
-        snap = g[name]
+        snap = _snapshot(g, scope, name, path, needs_dataset=dataset is None)
         dataset_sha256 = g.dataset_sha256  # the golden dataset checked against, named in the bundle's verdict
-        _refuse_edited(g, snap, path)
-        if scope.settings.signoff_required:  # before any data is read: an unsigned golden is not evidence
-            from pytest_trt.common.fileio import sha256_file
-            from pytest_trt.golden import signoff
-
-            signoff.require(path, name, snap.generation, g.sha256 or sha256_file(path), scope.settings)
+        _refuse_unapproved(g, snap, path, scope)
         measured = noise.stored(snap.noise)
         if tolerance == "measured":
-            if measured is None:
-                raise GoldenError(
-                    f"{path} [{name}]: check(tolerance=\"measured\") needs the noise measured at approval, and "
-                    f"generation {snap.generation} has none ({noise.describe(snap.noise)}); approve the golden "
-                    "again (--trt-update-golden --trt-approve REASON) with an engine that runs here, or measure "
-                    "it with `pytest-trt golden tolerance` and give the thresholds to check()", path=str(path))
-            limits = limits.with_measured(measured.suggested())
+            limits = _measured_limits(limits, measured, snap, path)
         problems: list[str] = []
         if dataset is not None and dataset.digest() != g.dataset_sha256:
             problems.append("the dataset passed to check() differs from the golden file's dataset")
@@ -174,6 +153,42 @@ def verify(
         note = provenance_note(f"{path.name} [{name}] generation {generation}", changes, command)
     return CheckResult(name, path, generation, metrics, structure_text, verdict, note, outputs_summary,
                        dataset_sha256=dataset_sha256)
+
+
+
+
+def _refuse_unapproved(g: GoldenFile, snap: SnapshotView, path: Path, scope: GoldenScope) -> None:
+    """Before any data is read: a snapshot edited after its approval, or (``trt_require_signed_approval``,
+    ``trt_approvals_required``) one without valid approval signatures, is not evidence."""
+    _refuse_edited(g, snap, path)
+    if scope.settings.signoff_required:
+        from pytest_trt.common.fileio import sha256_file
+        from pytest_trt.golden import signoff
+
+        signoff.require(path, snap.config, snap.generation, g.sha256 or sha256_file(path), scope.settings)
+
+
+def _snapshot(g: GoldenFile, scope: GoldenScope, name: str, path: Path, *, needs_dataset: bool) -> SnapshotView:
+    """The snapshot of ``name`` in the open golden ``g``; GoldenMissing (with the create command) when there is none."""
+    if not g.has_dataset:
+        raise GoldenMissing(scope.missing_message(name, path, f"{path} holds no golden dataset",
+                                                  needs_dataset=needs_dataset), path=str(path))
+    if name not in g:
+        held = ", ".join(sorted(g)) or "none"
+        raise GoldenMissing(scope.missing_message(name, path, f"{path} has no snapshot for it (snapshots: {held})"),
+                            path=str(path))
+    return g[name]
+
+
+def _measured_limits(limits: ThresholdSet, measured: Any, snap: SnapshotView, path: Path) -> ThresholdSet:
+    """``limits`` with the thresholds the noise measured at approval suggests (explicit thresholds still win)."""
+    if measured is None:
+        raise GoldenError(
+            f"{path} [{snap.config}]: check(tolerance=\"measured\") needs the noise measured at approval, and "
+            f"generation {snap.generation} has none ({noise.describe(snap.noise)}); approve the golden "
+            "again (--trt-update-golden --trt-approve REASON) with an engine that runs here, or measure "
+            "it with `pytest-trt golden tolerance` and give the thresholds to check()", path=str(path))
+    return limits.with_measured(measured.suggested())
 
 
 def unapproved(g: GoldenFile, snap: SnapshotView) -> list[str]:
