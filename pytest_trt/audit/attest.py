@@ -22,8 +22,6 @@ here, when attestations are written.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import uuid
 from collections.abc import Mapping
@@ -76,50 +74,6 @@ class AttestInfo:
 def canonical(data: Any) -> bytes:
     """Sorted keys, compact separators, UTF-8: the statement's bytes (the DSSE payload)."""
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-
-
-def pae(payload_type: str, payload: bytes) -> bytes:
-    """DSSE v1 pre-authentication encoding: what an envelope's signature signs."""
-    kind = payload_type.encode("utf-8")
-    return b"DSSEv1 %d %b %d %b" % (len(kind), kind, len(payload), payload)
-
-
-def _olpc(value: Any) -> str:
-    """OLPC canonical JSON of a dict of strings (the spelling keyids are hashed from: only ``\\`` and ``"`` escaped)."""
-    if isinstance(value, dict):
-        return "{" + ",".join(f"{_olpc(k)}:{_olpc(value[k])}" for k in sorted(value)) + "}"
-    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def key_metadata(public_key: Any) -> dict[str, Any]:
-    """The key as DSSE verifiers describe it: ``{"keytype", "scheme", "keyval": {"public"}}``."""
-    from cryptography.hazmat.primitives import serialization
-
-    from pytest_trt.audit.sign import ECDSA_P256, algorithm_of
-
-    if algorithm_of(public_key) == ECDSA_P256:
-        pem = public_key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        return {"keytype": "ecdsa", "scheme": "ecdsa-sha2-nistp256", "keyval": {"public": pem.decode("ascii")}}
-    raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    return {"keytype": "ed25519", "scheme": "ed25519", "keyval": {"public": raw.hex()}}
-
-
-def keyid(public_key: Any) -> str:
-    """sha256 of the key's metadata in OLPC canonical JSON: the keyid securesystemslib computes for it."""
-    return hashlib.sha256(_olpc(key_metadata(public_key)).encode("utf-8")).hexdigest()
-
-
-def envelope(statement: Mapping[str, Any], key: Any | None) -> dict[str, Any]:
-    """The DSSE envelope of ``statement``, signed with ``key`` (a private key) or unsigned (no signatures)."""
-    payload = canonical(statement)
-    signatures = []
-    if key is not None:
-        from pytest_trt.audit.sign import sign_bytes
-
-        sig = sign_bytes(key, pae(PAYLOAD_TYPE, payload))
-        signatures.append({"keyid": keyid(key.public_key()), "sig": base64.b64encode(sig).decode("ascii")})
-    return {"payload": base64.b64encode(payload).decode("ascii"), "payloadType": PAYLOAD_TYPE,
-            "signatures": signatures}
 
 
 def validate_statement(doc: Mapping[str, Any]) -> None:
@@ -345,17 +299,12 @@ def prepare_attestations(info: BundleInfo, inputs: BundleInputs) -> Prepared:
         made = statements(info, inputs)
     except ImportError as exc:
         raise SigningUnavailable(f"{INSTALL_HINT} ({exc})") from None
-    key = None
-    if inputs.sign_key is not None:
-        from pytest_trt.audit.sign import load_private_key
+    from pytest_trt.audit.sign import dsse_envelopes
 
-        key = load_private_key(inputs.sign_key)
-    from pytest_trt.audit.sign import algorithm_of
-
-    lines = b"".join(canonical(envelope(doc, key)) + b"\n" for doc in made)
+    envelopes, algorithm, key_id = dsse_envelopes(PAYLOAD_TYPE, [canonical(doc) for doc in made], inputs.sign_key)
+    lines = b"".join(canonical(env) + b"\n" for env in envelopes)
     attested = AttestInfo(path=attestation_path(info.path), bom=bom_path(info.path), count=len(made),
-                          signed=key is not None, algorithm=algorithm_of(key) if key is not None else None,
-                          keyid=keyid(key.public_key()) if key is not None else None)
+                          signed=key_id is not None, algorithm=algorithm, keyid=key_id)
     return Prepared(attested, lines, canonical(made[-1]["predicate"]) + b"\n")
 
 

@@ -4,8 +4,8 @@ The manifest pins the hash of every other member, so signing it signs the
 bundle.  Ed25519 signatures are deterministic, and ECDSA ones are made
 deterministic (RFC 6979), which keeps signed bundles byte-identical across
 writes.  ``cryptography`` (extra ``sign``) is imported only when a key is
-actually used.  The same key signs the bundle's attestations
-(:mod:`pytest_trt.audit.attest`).
+actually used.  The same key signs the bundle's attestations as DSSE envelopes
+(:func:`dsse_envelopes`, for :mod:`pytest_trt.audit.attest`), with the keyid securesystemslib computes.
 """
 
 from __future__ import annotations
@@ -181,3 +181,52 @@ def verify_manifest_signature(manifest: bytes, signature: bytes, public_key_path
     if not verify_bytes(key, base64.b64decode(doc["signature"]), manifest):
         raise ValueError("signature does not match the manifest (manifest or signature changed)")
     return fingerprint
+
+
+# -- DSSE envelopes (the attestations beside a bundle) --------------------------------------------------
+
+
+def pae(payload_type: str, payload: bytes) -> bytes:
+    """DSSE v1 pre-authentication encoding: what an envelope's signature signs."""
+    kind = payload_type.encode("utf-8")
+    return b"DSSEv1 %d %b %d %b" % (len(kind), kind, len(payload), payload)
+
+
+def _olpc(value: Any) -> str:
+    """OLPC canonical JSON of a dict of strings (the spelling keyids are hashed from: only ``\\`` and ``"`` escaped)."""
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{_olpc(k)}:{_olpc(value[k])}" for k in sorted(value)) + "}"
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def key_metadata(public_key: Any) -> dict[str, Any]:
+    """The key as DSSE verifiers describe it: ``{"keytype", "scheme", "keyval": {"public"}}``."""
+    from cryptography.hazmat.primitives import serialization
+
+    if algorithm_of(public_key) == ECDSA_P256:
+        pem = public_key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        return {"keytype": "ecdsa", "scheme": "ecdsa-sha2-nistp256", "keyval": {"public": pem.decode("ascii")}}
+    raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return {"keytype": "ed25519", "scheme": "ed25519", "keyval": {"public": raw.hex()}}
+
+
+def keyid(public_key: Any) -> str:
+    """sha256 of the key's metadata in OLPC canonical JSON: the keyid securesystemslib computes for it."""
+    return hashlib.sha256(_olpc(key_metadata(public_key)).encode("utf-8")).hexdigest()
+
+
+def dsse_envelopes(payload_type: str, payloads: list[bytes], key_path: Path | None
+                   ) -> tuple[list[dict[str, Any]], str | None, str | None]:
+    """DSSE envelopes of ``payloads``, signed with the private key at ``key_path`` (unsigned: no signatures);
+    with the key's algorithm and keyid (None, None unsigned)."""
+    key = load_private_key(key_path) if key_path is not None else None
+    key_id = keyid(key.public_key()) if key is not None else None
+    envelopes = []
+    for payload in payloads:
+        signatures = []
+        if key is not None:
+            sig = sign_bytes(key, pae(payload_type, payload))
+            signatures.append({"keyid": key_id, "sig": base64.b64encode(sig).decode("ascii")})
+        envelopes.append({"payload": base64.b64encode(payload).decode("ascii"), "payloadType": payload_type,
+                          "signatures": signatures})
+    return envelopes, algorithm_of(key) if key is not None else None, key_id
