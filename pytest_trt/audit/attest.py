@@ -311,3 +311,21 @@ def prepare_attestations(info: BundleInfo, inputs: BundleInputs) -> Prepared:
 def write_attestations(info: BundleInfo, inputs: BundleInputs) -> AttestInfo:
     """Write ``<bundle>.intoto.jsonl`` (and ``<bundle>.cdx.json``) beside the bundle ``info``; atomic, read-only."""
     return prepare_attestations(info, inputs).write()
+
+
+def store_attestations(info: BundleInfo, prepared: Prepared, marker: dict[str, Any]) -> None:
+    """Write ``prepared`` beside the bundle ``info`` under the bundle's lock, and record it in the sidecar; nothing
+    when another writer replaced the bundle meanwhile (that writer attests its own)."""
+    from pytest_trt.audit import sidecar
+    from pytest_trt.common.fileio import locked
+
+    path = info.path
+    with locked(path.parent / f".{path.name}.lock", what=f"audit bundle {path}"):
+        state = sidecar.read_state(path)
+        if state is not None and state.sha256 != info.sha256:
+            return
+        prepared.write()
+        if state is not None:
+            sidecar.write_state(path, members_sha256=state.members_sha256, sha256=state.sha256, size=state.size,
+                                engine_sha256=state.engine_sha256, golden=state.golden,
+                                inputs_sha256=state.inputs_sha256, attested=marker)

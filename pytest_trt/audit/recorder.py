@@ -24,7 +24,6 @@ from pytest_trt.calibration.building import QDQ_SHA256
 from pytest_trt.common.fileio import sha256_file
 
 if TYPE_CHECKING:
-    from pytest_trt.audit.attest import Prepared
     from pytest_trt.audit.bundle import BundleInfo, BundleInputs
     from pytest_trt.audit.sidecar import BundleState
     from pytest_trt.buildlog.record import BuildRecord
@@ -222,7 +221,7 @@ class BundleRecorder:
         The statements are made and signed here; the files are written (fsynced) on a thread, as the cache
         entry is, under the bundle's lock: :meth:`join_attestations` waits for them.
         """
-        from pytest_trt.audit.attest import attestation_path, prepare_attestations
+        from pytest_trt.audit.attest import attestation_path, prepare_attestations, store_attestations
         from pytest_trt.common.background import Future, on_thread
         from pytest_trt.errors import TrtError
 
@@ -242,7 +241,7 @@ class BundleRecorder:
             self.failures.append(f"{info.path.name}: attestations not written ({text})")
             return
         done: Future[None] = Future()
-        on_thread("pytest-trt-attest", (done, lambda: _store_attestations(info, prepared, marker)))
+        on_thread("pytest-trt-attest", (done, lambda: store_attestations(info, prepared, marker)))
         self._attesting.append((info.path, done))
         self.attested[str(info.path)] = (True, signed)
 
@@ -325,24 +324,6 @@ class BundleRecorder:
             info, error = None, f"{type(exc).__name__}: {exc}"
             self.failures.append(f"{engine.label}: bundle not written ({error})")
         return EngineAudit(engine.label, info, fusions, precisions, verdict, error)
-
-
-def _store_attestations(info: BundleInfo, prepared: Prepared, marker: dict[str, Any]) -> None:
-    """Write ``prepared`` beside the bundle ``info`` under the bundle's lock, and record it in the sidecar; nothing
-    when another writer replaced the bundle meanwhile (that writer attests its own)."""
-    from pytest_trt.audit import sidecar
-    from pytest_trt.common.fileio import locked
-
-    path = info.path
-    with locked(path.parent / f".{path.name}.lock", what=f"audit bundle {path}"):
-        state = sidecar.read_state(path)
-        if state is not None and state.sha256 != info.sha256:
-            return
-        prepared.write()
-        if state is not None:
-            sidecar.write_state(path, members_sha256=state.members_sha256, sha256=state.sha256, size=state.size,
-                                engine_sha256=state.engine_sha256, golden=state.golden,
-                                inputs_sha256=state.inputs_sha256, attested=marker)
 
 
 def _calibration_cache(engine: Engine) -> bytes | None:
