@@ -42,6 +42,7 @@ from typing import Any
 
 from pytest_trt.common.pipesafe import PipeSafe
 from pytest_trt.errors import CommandInputError
+from pytest_trt.golden.cli import emit as _emit
 from pytest_trt.golden.cli import register_golden
 from pytest_trt.upgrade import cli as upgrade_cli
 
@@ -51,14 +52,6 @@ EXIT_USAGE = 2
 EXIT_FILE = 3
 
 
-
-
-def _emit(args: argparse.Namespace, doc: Any, lines: Sequence[str]) -> None:
-    if args.json:
-        print(json.dumps(doc, indent=2, sort_keys=True, default=str))
-    else:
-        for line in lines:
-            print(line)
 
 
 def _verify(path: Path, public_key: Path | None) -> Any:
