@@ -28,6 +28,7 @@ from pytest_trt.audit.archive import _STORED_BLOCK
 from pytest_trt.audit.manifest import MANIFEST, parse_manifest
 from pytest_trt.audit.sign import SIGNATURE
 from pytest_trt.audit.verify import MEMBER_LIMITS, VerifiedBundle, verify_bundle
+from pytest_trt.common.fileio import stat_identity as identity
 from pytest_trt.errors import ArchiveError, BundleIntegrityError
 
 _BLOCK = 512
@@ -47,10 +48,6 @@ class Verified:
     sha256: str
     identity: Identity
     members_sha256: str
-
-
-def identity(st: os.stat_result) -> Identity:
-    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
 
 
 class _Inflater:

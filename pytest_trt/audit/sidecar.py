@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_trt.common.fileio import write_json_atomic
+from pytest_trt.common.fileio import stat_identity, write_json_atomic
 
 SCHEMA = 3
 #: sidecars this version reads (2: written before the inputs digest existed; it never matches one)
@@ -69,8 +69,7 @@ def read_state(bundle: Path) -> BundleState | None:
         state = BundleState(**{k: data[k] for k in BundleState.__dataclass_fields__ if k in data})
     except (OSError, ValueError, TypeError, KeyError):
         return None
-    if (state.size, state.mtime_ns, state.ctime_ns, state.inode) != (st.st_size, st.st_mtime_ns, st.st_ctime_ns,
-                                                                      st.st_ino):
+    if (state.size, state.mtime_ns, state.ctime_ns, state.inode) != stat_identity(st):
         return None  # the bundle changed (or was replaced) since the sidecar was written
     return state
 

@@ -19,6 +19,7 @@ from typing import Any
 from pytest_trt.catalog.credentials import redact
 from pytest_trt.catalog.database import INTERNAL_COLUMNS, connect, with_retries, write_transaction
 from pytest_trt.catalog.fields import CatalogEntry, entry_from_bundle, iso_seconds, iso_utc
+from pytest_trt.common.fileio import stat_identity
 
 BUNDLE_GLOB = "*.tar.gz"
 #: the sha256s of one bundle file's versions: the same path and the same engine.  The recorder rewrites a
@@ -95,8 +96,8 @@ def _keep_key(keys: dict[str, FileKey], path: Path, before: os.stat_result, vb: 
     from pytest_trt.audit.sign import SIGNATURE
 
     after = os.stat(path)
-    stat = (before.st_size, before.st_mtime_ns, before.st_ctime_ns, before.st_ino)
-    if stat == (after.st_size, after.st_mtime_ns, after.st_ctime_ns, after.st_ino):
+    stat = stat_identity(before)
+    if stat == stat_identity(after):
         keys[vb.sha256] = (*stat, members_digest(vb.members[MANIFEST], vb.members.get(SIGNATURE)))
 
 
@@ -255,8 +256,7 @@ class Catalog:
             return None
         row = self.conn.execute("SELECT sha256, size, mtime_ns, ctime_ns, inode, signature_checked, signer_key_sha256 "
                                 "FROM bundles WHERE path = ? AND superseded_by IS NULL", (resolved,)).fetchone()
-        if row is None or (row["size"], row["mtime_ns"], row["ctime_ns"], row["inode"]) != (
-                st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino):
+        if row is None or (row["size"], row["mtime_ns"], row["ctime_ns"], row["inode"]) != stat_identity(st):
             return None
         state = read_state(Path(path))
         if state is not None and state.sha256 != row["sha256"]:

@@ -247,9 +247,15 @@ _SHA256_MEMO: dict[tuple[str, int, int, int, int], str] = {}
 _PENDING: dict[FileKey, Future[tuple[str, bool]]] = {}
 
 
+def stat_identity(st: os.stat_result) -> tuple[int, int, int, int]:
+    """A file's identity in stat result ``st``: (size, mtime_ns, ctime_ns, inode); ctime changes on every write
+    and cannot be set back, the inode on a rename over the file."""
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
+
+
 def file_identity(path: Path | str, st: os.stat_result) -> FileKey:
     """The memo key of ``path`` with stat result ``st``: (absolute path, size, mtime_ns, ctime_ns, inode)."""
-    return (os.path.abspath(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    return (os.path.abspath(path), *stat_identity(st))
 
 
 def _hash_stable(path: Path | str, key: FileKey) -> tuple[str, bool]:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pytest_trt.common.fileio import file_identity
 from pytest_trt.errors import GoldenCorrupt
 from pytest_trt.golden.digest_file import lfs_note, restore_hint, sidecar_path
 
@@ -43,7 +44,7 @@ def probe(path: Path, *, data: Path | None = None, timeout: float | None = None)
     """
     data = path if data is None else data
     st = os.stat(data)
-    key = (os.path.abspath(data), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    key = file_identity(data, st)
     if _PROBED.get(key):
         return
     limit = timeout if timeout is not None else PROBE_TIMEOUT_S + st.st_size / PROBE_RATE
