@@ -720,7 +720,7 @@ MUTANTS = (
            ("tests/upgrade/test_unusable_bundles.py",),
            "one bundle failing verification aborts the whole upgrade report (exit 3)"),
     Mutant("pairing-unreadable-note-aborts", "pytest_trt/upgrade/pairing.py",
-           "        match = _NOTE_NAME.match(path.name)",
+           '        return _unverified_side(path, f"not a readable pytest-trt build-failure note ({exc})", _NOTE_NAME)',
            '        raise PairingError(f"{path}: not a pytest-trt build-failure note ({exc})") from None',
            ("tests/upgrade/test_unusable_bundles.py",),
            "one torn build-failure note aborts the whole upgrade report (exit 3)"),

@@ -58,9 +58,10 @@ _NOTE_NAME = re.compile(r"^(?P<name>.+)-v(?P<version>[A-Za-z0-9_.+-]+?)-[A-Za-z]
                         + re.escape(FAILED_SUFFIX) + "$")
 
 
-def _unverified_side(path: Path, why: str) -> Side:
-    """A bundle that cannot be used: named by its file (its config.json is not trusted), compared as a failure."""
-    match = _BUNDLE_NAME.match(path.name)
+def _unverified_side(path: Path, why: str, named: re.Pattern[str] = _BUNDLE_NAME) -> Side:
+    """A bundle (or failure note) that cannot be used: named by its file (``named``: the file name's pattern; its
+    contents are not trusted), compared as a failure."""
+    match = named.match(path.name)
     name, version = (match["name"], match["version"]) if match else (path.name, "?")
     return Side(str(path), name, version, "unknown", "unknown", failure={"stage": VERIFY_STAGE, "message": why})
 
@@ -106,10 +107,7 @@ def _failure_side(path: Path) -> Side:
         return Side(str(path), str(config["name"]), str(config.get("version")), str(doc.get("backend")),
                     str(doc.get("backend_version")), failure=doc)
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        match = _NOTE_NAME.match(path.name)
-        name, version = (match["name"], match["version"]) if match else (path.name, "?")
-        return Side(str(path), name, version, "unknown", "unknown", failure={
-            "stage": VERIFY_STAGE, "message": f"not a readable pytest-trt build-failure note ({exc})"})
+        return _unverified_side(path, f"not a readable pytest-trt build-failure note ({exc})", _NOTE_NAME)
 
 
 def _files(spec: str) -> list[Path]:
