@@ -80,7 +80,7 @@ def main() -> None:
     try:
         config = bench_config(args.model, work)
         backend = create_backend("tensorrt-rtx")
-        backend.build(config)  # warm-up: library loading is not part of a build
+        backend.build_config(config)  # warm-up: library loading is not part of a build
         env = capture_environment(backend=backend.name, rootdir=Path.cwd())
         keys = _keys(work)
 

@@ -60,7 +60,7 @@ def main() -> None:
     try:
         config = bench_config(args.model, work)
         backend = create_backend("tensorrt-rtx")
-        backend.build(config)  # warm-up: library loading is not part of a build
+        backend.build_config(config)  # warm-up: library loading is not part of a build
         load = [os.getloadavg()[0]]
 
         t = time.perf_counter()

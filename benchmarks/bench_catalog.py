@@ -50,11 +50,11 @@ def small_build(folder: Path):  # type: ignore[no-untyped-def]
     try:
         from pytest_trt.backends.tensorrt import TensorRTBackend
 
-        return TensorRTBackend(module="tensorrt_rtx").build(config), None
+        return TensorRTBackend(module="tensorrt_rtx").build_config(config), None
     except Exception as exc:  # noqa: BLE001 - fall back to ONNX Runtime where RTX is missing
         from pytest_trt.backends.onnxruntime import OrtBackend
 
-        return OrtBackend().build(config), exc
+        return OrtBackend().build_config(config), exc
 
 
 def write_bundles(result, folder: Path, n: int) -> list[Path]:  # type: ignore[no-untyped-def]

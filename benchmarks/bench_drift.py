@@ -47,7 +47,7 @@ def main() -> int:
 
     def engine(onnx: Path) -> Engine:
         config = BuildConfig(name="mnv2_drift", onnx=onnx, profiles=[profile], ort=ort)
-        return Engine(config, backend.build(config), backend)
+        return Engine(config, backend.build_config(config), backend)
 
     fast, slow = engine(fast_onnx), engine(slow_onnx)
 

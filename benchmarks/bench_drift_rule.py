@@ -68,7 +68,7 @@ def main() -> int:
 
     def engine(onnx: Path) -> Engine:
         config = BuildConfig(name="mnv2_drift_rule", onnx=onnx, profiles=[profile], ort=ort)
-        return Engine(config, backend.build(config), backend)
+        return Engine(config, backend.build_config(config), backend)
 
     fast = engine(save(mobilenet_v2(size=size), tmp / "mnv2.onnx"))
     slow = engine(save(mobilenet_v2_twice(size=size), tmp / "mnv2_twice.onnx"))

@@ -154,7 +154,7 @@ def _mobilenet(folder: Path, gib: float, rounds: int) -> None:
     shapes = ((1, 3, 224, 224), (batch, 3, 224, 224), (batch, 3, 224, 224))
     config = BuildConfig(name="mnv2", onnx=onnx, profiles=(Profile(input=shapes),))
     backend = OrtBackend()
-    engine = Engine(config, backend.build(config), backend)
+    engine = Engine(config, backend.build_config(config), backend)
     samples = int(gib * (1 << 30)) // (3 * 224 * 224 * 4) // batch * batch
     images = np.random.default_rng(0).random((samples, 3, 224, 224), dtype=np.float32)
     data = GoldenDataset.from_arrays({"input": images})

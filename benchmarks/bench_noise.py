@@ -37,7 +37,7 @@ def main() -> None:
         folder = Path(tmp)
         config = BuildConfig(name="mnv2", onnx=write(folder / "mnv2.onnx"))
         backend = OrtBackend()
-        engine = Engine(config, backend.build(config), backend)
+        engine = Engine(config, backend.build_config(config), backend)
         x = np.random.default_rng(0).standard_normal((SAMPLES, 3, 224, 224)).astype(np.float32)
         dataset = GoldenDataset.from_arrays({"input": x})
         real_tap = noise.tap

@@ -76,7 +76,7 @@ def bench_cache(backend: OrtBackend, config: BuildConfig, rounds: int, folder: P
     for i in range(rounds):
         entry = folder / f"entry{i}"
         t = time.perf_counter()
-        result = backend.build(config)
+        result = backend.build_config(config)
         runner = backend.runner(result, config)  # a test needs a runner in both cases
         miss.append(time.perf_counter() - t)
         result.write(entry)
@@ -105,7 +105,7 @@ def main() -> int:
             profiles=(Profile(input=((1, 3, 32, 32), (8, 3, 32, 32), (32, 3, 32, 32))),),
             ort=OrtOptions(graph_optimization_level=args.level),
         )
-        engine = Engine(config, backend.build(config), backend)
+        engine = Engine(config, backend.build_config(config), backend)
         print(f"onnxruntime {backend.version()}, level {args.level}, device {backend.device(config)}")
         print("-- Engine.run overhead, MobileNetV2 batch 8 --")
         ratio = bench_run(engine, 8, args.rounds, args.trials)

@@ -115,7 +115,7 @@ def mnv2_runs(out: Path) -> tuple[str, str]:
     shapes = ((1, 3, 224, 224), (4, 3, 224, 224), (8, 3, 224, 224))
     config = BuildConfig(name="mobilenet_v2", version="1.2.3", onnx=onnx, precision="typed",
                          profiles=[Profile(input=shapes)])
-    result = create_backend("tensorrt-rtx").build(config)
+    result = create_backend("tensorrt-rtx").build_config(config)
     env = capture_environment(backend=result.backend, rootdir=None)
     record = parse_entries(result.log)
     runs = []

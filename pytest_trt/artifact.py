@@ -92,6 +92,18 @@ class BuildMembers:
     onnx_sha256: str
 
 
+class Calibrated(Protocol):
+    """What a result takes from an explicit calibration (``calibration.explicit.ExplicitCalibration``): the pinned
+    precision and calibration facts laid over the Q/DQ build's, and the calibration's seconds."""
+
+    @property
+    def effective(self) -> Mapping[str, Any]: ...
+    @property
+    def extra(self) -> Mapping[str, Any]: ...
+    @property
+    def seconds(self) -> float: ...
+
+
 class Requested(Protocol):
     """What a result takes from the request it was built for (a :class:`~pytest_trt.backends.request.BuildRequest`)."""
 
@@ -146,15 +158,22 @@ class BuildResult:
         log: tuple[LogEntry, ...] = (),
         versions: Mapping[str, str] | None = None,
         extra: dict[str, Any] | None = None,
+        calibrated: Calibrated | None = None,
     ) -> BuildResult:
         """The result of building ``request``: the pin (config JSON, hash, ONNX digest), versions and device as the
         request computed them, so every backend records them the same way; ``versions`` adds what only the build
-        knows (TensorRT's ONNX parser)."""
+        knows (TensorRT's ONNX parser). ``calibrated``: the explicit calibration whose Q/DQ model was built, its
+        facts laid over the build's."""
         known = dict(request.versions if versions is None else versions)
+        effective, extra, durations = dict(effective), dict(extra or {}), dict(durations)
+        if calibrated is not None:
+            effective.update(calibrated.effective)
+            extra.update(calibrated.extra)
+            durations["calibration"] = calibrated.seconds
         return cls(
             backend=request.backend, engine=engine, log=log, config=request.config_json, effective_config=effective,
             config_hash=request.config_hash, onnx_sha256=request.onnx_sha256, durations=durations, versions=known,
-            device=dict(request.device), extra=dict(extra or {}), backend_version=request.versions["backend"],
+            device=dict(request.device), extra=extra, backend_version=request.versions["backend"],
         )
 
     @property

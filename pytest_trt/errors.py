@@ -48,25 +48,22 @@ class UnsupportedOption(TrtError, ValueError):
 
 
 class BuildFailed(TrtError):
-    """Parsing or building an engine failed.
+    """Parsing or building an engine failed: ``BuildFailed(message, config_name=..., stage=..., **context)``.
 
-    ``log_path`` points at the saved build log when one was written, so the
+    ``log_path`` points at the saved build log once one was written (the provider sets it), so the
     evidence of a failed build is never lost.
     """
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        config_name: str,
-        stage: str,
-        log_path: Path | None = None,
-        **context: Any,
-    ) -> None:
-        super().__init__(message, config_name=config_name, stage=stage, **context)
-        self.config_name = config_name
-        self.stage = stage
-        self.log_path = log_path
+    log_path: Path | None = None
+
+    @property
+    def config_name(self) -> str:
+        return str(self.context["config_name"])
+
+    @property
+    def stage(self) -> str:
+        """``parse``, ``build``, ``calibration``, ``reference`` ..."""
+        return str(self.context["stage"])
 
     def __str__(self) -> str:
         if self.log_path is not None:

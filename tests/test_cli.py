@@ -289,9 +289,9 @@ def test_bundle_show_names_the_calibration(tmp_path):
     try:
         _, minmax = configs(write_calibration_set(tmp_path / "calibration.npz"))
         env = capture_environment(backend="onnxruntime", rootdir=None)
-        calibrated = write_bundle(OrtBackend().build(minmax), tmp_path / "q", record=None, environment=env).path
+        calibrated = write_bundle(OrtBackend().build_config(minmax), tmp_path / "q", record=None, environment=env).path
         plain_config = BuildConfig(name="plain", onnx=write_classifier(tmp_path / "plain.onnx"))
-        plain = write_bundle(OrtBackend().build(plain_config), tmp_path / "p", record=None, environment=env).path
+        plain = write_bundle(OrtBackend().build_config(plain_config), tmp_path / "p", record=None, environment=env).path
     finally:
         set_store_root(None)
     recorded = _bundle_member(calibrated, "build.json")["build"]["extra"]["calibration"]

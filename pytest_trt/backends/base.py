@@ -65,7 +65,7 @@ class Backend(Protocol):
     name: str
 
     def version(self) -> str:
-        """The backend library's version (``1.7.1.116``), from package metadata (registry.RegistryVersions)."""
+        """The backend library's version (``1.7.1.116``), from package metadata (registry.BackendBase)."""
 
     def versions(self) -> dict[str, str]:
         """Every version that can change an engine and enters its cache key (registry.key_versions)."""

@@ -25,7 +25,7 @@ from pytest_trt.artifact import BuildResult, LogEntry
 from pytest_trt.backends import registry
 from pytest_trt.backends.base import RunnerTensors, TensorSpec
 from pytest_trt.backends.fdcapture import FdCapture
-from pytest_trt.backends.request import BuildRequest, as_request
+from pytest_trt.backends.request import BuildRequest
 from pytest_trt.common import hostprobe
 from pytest_trt.config import BuildConfig, OrtOptions
 from pytest_trt.errors import BackendUnavailable, BuildFailed, UnsupportedOption
@@ -140,7 +140,7 @@ def _options(config: BuildConfig) -> OrtOptions:
     return config.ort if config.ort is not None else OrtOptions()
 
 
-class OrtBackend(registry.RegistryVersions):
+class OrtBackend(registry.BackendBase):
     """ONNX Runtime behind the :class:`~pytest_trt.backends.base.Backend` protocol."""
 
     name = NAME
@@ -186,19 +186,19 @@ class OrtBackend(registry.RegistryVersions):
                 backend=NAME, option="ort.execution_providers",
             )
 
-    def build(self, request: BuildRequest | BuildConfig) -> BuildResult:
-        """Build a request made by this backend (validated once, when made); a bare config is made into one."""
-        request = as_request(self, request)
-        if request.config.calibration is not None:
-            from pytest_trt.calibration.explicit import build_explicit
+    def build(self, request: BuildRequest) -> BuildResult:
+        """Build a request made by this backend (validated once, when made): one session, its optimized model saved.
 
-            # the Q/DQ model is built under this request; the result is put back under the pinned config
-            return build_explicit(request, self._build_validated)
-        return self._build_validated(request)
+        A calibrated config is built as its Q/DQ model; the result stays under the pinned config.
+        """
+        if request.backend != self.name:
+            raise ValueError(f"a build request for backend {request.backend!r} was given to {self.name!r}")
+        config, calibrated = request.config, None
+        if config.calibration is not None:
+            from pytest_trt.calibration.explicit import calibrate_request
 
-    def _build_validated(self, request: BuildRequest, typed: BuildConfig | None = None) -> BuildResult:
-        """Build ``request`` (or, for INT8, its ``typed`` Q/DQ config): one session, its optimized model saved."""
-        config = typed or request.config
+            calibrated = calibrate_request(request)
+            config = calibrated.typed
         ort = _ort()
         opts = _options(config)
         wall0, t0 = time.time(), time.perf_counter()
@@ -228,7 +228,7 @@ class OrtBackend(registry.RegistryVersions):
         effective = self._effective(session, config, opts, log)
         return BuildResult.built_for(request, engine=engine, effective=effective, log=log,
                                      durations={"parse": parse_s, "build": build_s},
-                                     extra={"log_unparsed_lines": unparsed})
+                                     extra={"log_unparsed_lines": unparsed}, calibrated=calibrated)
 
     def _effective(
         self, session: Any, config: BuildConfig, opts: OrtOptions, log: tuple[LogEntry, ...]

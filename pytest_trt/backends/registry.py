@@ -25,12 +25,14 @@ import importlib.metadata
 import importlib.util
 import platform
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pytest_trt.errors import BackendUnavailable, UnsupportedOption
 
 if TYPE_CHECKING:
+    from pytest_trt.artifact import BuildResult
     from pytest_trt.backends.base import Backend
+    from pytest_trt.backends.request import BuildRequest
     from pytest_trt.config import BuildConfig
 
 #: ``--trt-backend auto``
@@ -244,14 +246,19 @@ def spec_versions(row: BackendSpec, version: str) -> dict[str, str]:
     return out
 
 
-class RegistryVersions:
-    """``version()`` and ``versions()`` of a backend, read once from its registry row's package metadata.
+class BackendBase:
+    """What the registry's backends share: ``version()`` and ``versions()``, read once from the row's package
+    metadata, and :meth:`build_config`.
 
     A backend whose row may be unregistered, or whose version comes from elsewhere, overrides
     :meth:`_row` or :meth:`_library_version`.
     """
 
     name: str
+    if TYPE_CHECKING:  # each backend's own (the Backend protocol)
+        def device(self, config: BuildConfig) -> dict[str, Any]: ...
+        def validate(self, config: BuildConfig) -> None: ...
+        def build(self, request: BuildRequest) -> BuildResult: ...
 
     def _row(self) -> BackendSpec:
         return spec(self.name)
@@ -268,6 +275,12 @@ class RegistryVersions:
     @functools.cached_property
     def _versions(self) -> dict[str, str]:
         return spec_versions(self._row(), self._library_version())
+
+    def build_config(self, config: BuildConfig) -> BuildResult:
+        """Validate and build a bare config (scripts and tests); ``build`` takes the request the provider made."""
+        from pytest_trt.backends.request import BuildRequest
+
+        return self.build(BuildRequest.create(self, config))
 
 
 def check_options(backend: str, config: BuildConfig, product: str) -> None:

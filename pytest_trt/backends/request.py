@@ -104,7 +104,7 @@ class BuildRequest:
 
 
 def as_request(backend: Requester, request: BuildRequest | BuildConfig) -> BuildRequest:
-    """``request`` itself, or a request made for a bare config (``backend.build(config)`` in scripts and tests)."""
+    """``request`` itself, or a request made (and validated) for a bare config."""
     if isinstance(request, BuildRequest):
         if request.backend != backend.name:
             raise ValueError(f"a build request for backend {request.backend!r} was given to {backend.name!r}")

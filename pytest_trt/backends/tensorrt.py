@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_trt.artifact import BuildResult
 from pytest_trt.backends import registry
-from pytest_trt.backends.request import BuildRequest, as_request
+from pytest_trt.backends.request import BuildRequest
 from pytest_trt.common import hostprobe
 from pytest_trt.common.fileio import write_bytes_atomic
 from pytest_trt.config import MEMORY_POOLS, BuildConfig
@@ -39,7 +39,7 @@ def create(spec: BackendSpec) -> TensorRTBackend:
     return TensorRTBackend(spec.module)
 
 
-class TensorRTBackend(registry.RegistryVersions):
+class TensorRTBackend(registry.BackendBase):
     """Builds engines with ``tensorrt`` or ``tensorrt_rtx``.
 
     Version, versions and device identity come from package metadata and the host probe: a cache
@@ -127,26 +127,18 @@ class TensorRTBackend(registry.RegistryVersions):
             )
 
     # -- build ---------------------------------------------------------
-    def build(self, request: BuildRequest | BuildConfig) -> BuildResult:
-        """Build a request made by this backend (validated once, when made); a bare config is made into one."""
-        request = as_request(self, request)
-        if request.config.calibration is not None and not self.features.calibrators_usable:
-            from pytest_trt.calibration.explicit import build_explicit
-
-            # the Q/DQ model is built under this request; the result is put back under the pinned config
-            return build_explicit(request, self._build_checked)
-        return self._build_checked(request)
-
-    def _build_checked(self, request: BuildRequest, typed: BuildConfig | None = None) -> BuildResult:
-        """Build ``request`` (or, for explicit INT8, its ``typed`` Q/DQ config) with the log captured."""
+    def build(self, request: BuildRequest) -> BuildResult:
+        """Build a request made by this backend (validated once, when made), with the log captured."""
         from pytest_trt.backends.trt_logger import capture_logger
 
+        if request.backend != self.name:
+            raise ValueError(f"a build request for backend {request.backend!r} was given to {self.name!r}")
         trt = self.trt
         logger = capture_logger(trt)
         with _BUILD_LOCK:
             logger.start()
             try:
-                result = self._build_locked(request, typed or request.config, logger)
+                result = self._build_locked(request, logger)
             except BuildFailed as exc:
                 exc.context.setdefault("log", tuple(logger.stop()))
                 raise
@@ -155,12 +147,19 @@ class TensorRTBackend(registry.RegistryVersions):
                 raise
             return result.with_log(logger.stop)
 
-    def _build_locked(self, request: BuildRequest, config: BuildConfig, logger: Any) -> BuildResult:
+    def _build_locked(self, request: BuildRequest, logger: Any) -> BuildResult:
         from pytest_trt.backends.onnx_limits import unsupported_reason
         from pytest_trt.backends.trt_apply import configure
 
         trt, f = self.trt, self.features
         versions = self.result_versions(dict(request.versions))
+        config, calibrated = request.config, None
+        if config.calibration is not None and not f.calibrators_usable:
+            from pytest_trt.calibration.explicit import calibrate_request
+
+            # explicit INT8: the Q/DQ model is built; the result stays under the pinned config
+            calibrated = calibrate_request(request)
+            config = calibrated.typed
         builder = trt.Builder(logger)
         flags = 0
         if f.use_explicit_batch:
@@ -187,7 +186,7 @@ class TensorRTBackend(registry.RegistryVersions):
                 stage="parse",
             )
         # the pin's builder flags, exactly: its precision's (as validation checked them) and its own
-        builder_flags = tuple(sorted(set(f.precision_flags(config.precision)) | set(config.flags)))
+        builder_flags = tuple(sorted(set(f.precision_flags[config.precision]) | set(config.flags)))
         configured = configure(trt, f, builder, network, config, builder_flags)
         builder_config, effective = configured.builder_config, configured.effective
         if config.calibration is not None:  # implicit INT8 (TensorRT <= 10): a calibrator on the config
@@ -219,7 +218,7 @@ class TensorRTBackend(registry.RegistryVersions):
                                      "sha256_after": hashlib.sha256(timings).hexdigest()}
         return BuildResult.built_for(  # the pinned config, also for its Q/DQ model's build
             request, engine=bytes(memoryview(serialized)), effective=effective, versions=versions,
-            durations={"parse": parse_s, "build": build_s}, extra=extra,
+            durations={"parse": parse_s, "build": build_s}, extra=extra, calibrated=calibrated,
         )
 
     def _parse_failure(self, config: BuildConfig, parser: Any) -> BuildFailed:

@@ -12,8 +12,8 @@ implicit INT8 with calibrators where they are usable, explicit Q/DQ otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -74,6 +74,8 @@ class Features:
     has_optimization_level: bool
     has_timing_cache: bool
     has_calibrators: bool
+    #: precision -> its builder flags, keeping only those this API has (for "best"); made by :func:`probe`
+    precision_flags: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
 
     @property
     def is_rtx(self) -> bool:
@@ -125,20 +127,14 @@ class Features:
             return False
         return not (strongly_typed and name in STRONGLY_TYPED_REFUSES)
 
-    def precision_flags(self, precision: str) -> tuple[str, ...]:
-        """Builder flags for ``precision``, keeping only those this API has (for "best")."""
-        wanted = PRECISION_FLAGS[precision]
-        if precision == "best":
-            return tuple(f for f in wanted if f in self.builder_flags)
-        return wanted
-
 
 def probe(trt: ModuleType) -> Features:
     config_type = getattr(trt, "IBuilderConfig", object)
+    builder_flags = _members(trt.BuilderFlag)
     return Features(
         module=trt.__name__,
         version=str(getattr(trt, "__version__", "0")),
-        builder_flags=_members(trt.BuilderFlag),
+        builder_flags=builder_flags,
         memory_pools=_members(getattr(trt, "MemoryPoolType", object)),
         network_flags=_members(trt.NetworkDefinitionCreationFlag),
         compute_capabilities=_members(getattr(trt, "ComputeCapability", object)),
@@ -146,6 +142,8 @@ def probe(trt: ModuleType) -> Features:
         has_optimization_level=hasattr(config_type, "builder_optimization_level"),
         has_timing_cache=hasattr(config_type, "create_timing_cache"),
         has_calibrators=hasattr(trt, "IInt8EntropyCalibrator2"),
+        precision_flags={precision: tuple(f for f in wanted if precision != "best" or f in builder_flags)
+                         for precision, wanted in PRECISION_FLAGS.items()},
     )
 
 
@@ -210,7 +208,7 @@ def check_precision(
     if config.calibration is not None:
         precision = check_calibration(config.calibration, precision, f, product, refuse)
     typed = f.strongly_typed_only or precision == "typed"
-    wanted = f.precision_flags(precision)
+    wanted = f.precision_flags[precision]
     missing = [flag for flag in wanted if not f.usable_flag(flag, strongly_typed=typed)]
     if missing or (precision == "best" and not wanted):
         raise refuse(

@@ -1,6 +1,6 @@
 """The calibration facts a built result carries: their ``extra`` keys and the record's ``quantization``.
 
-The explicit path (:func:`pytest_trt.calibration.explicit.build_explicit`) writes them into a result's
+The explicit path (:class:`pytest_trt.calibration.explicit.ExplicitCalibration`) puts them in a result's
 ``extra``; TensorRT <= 10's calibrator reports its own in ``effective_config``; both are read here.
 """
 

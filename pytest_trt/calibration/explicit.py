@@ -7,26 +7,24 @@ digest, the onnxruntime version): the result lives in a store folder
 so a later build, record or session reads it instead of calibrating again.
 The engine cache entry carries the same facts in ``build.json``'s ``extra``.
 
-A backend builds a calibrated config through :func:`build_explicit`, one code path for TensorRT-RTX,
+A backend builds a calibrated config through :func:`calibrate_request`, one code path for TensorRT-RTX,
 TensorRT 11 and ONNX Runtime: strongly typed builders take INT8 from Q/DQ nodes, so the Q/DQ model is built
-(``precision='typed'``) and the result put back under the pinned config (same config JSON, config hash and
+(``precision='typed'``) and the result recorded under the pinned config (same config JSON, config hash and
 ONNX sha256, the calibration facts in ``extra``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import importlib.util
 import io
 import json
 import re
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_trt.buildlog.calibcache import (
     EXPLICIT_TAG,
@@ -56,31 +54,43 @@ CACHE_FILE = "calibration.cache"
 INFO_FILE = "calibration.json"
 #: ranges computed in this process, by the store key without exclude_nodes (a few KiB each)
 _RANGES: dict[str, Ranges] = {}
-__all__ = ["ExplicitCalibration", "build_explicit", "built_onnx", "calibrate_explicit", "set_store_root",
+__all__ = ["ExplicitCalibration", "calibrate_request", "built_onnx", "calibrate_explicit", "set_store_root",
            "store_root"]
 
 
 @dataclass(frozen=True)
 class ExplicitCalibration:
-    """The outcome of calibrating one config: where the Q/DQ model is and what went into it."""
+    """The outcome of calibrating one config: where the Q/DQ model is, what went into it, and what a build of it
+    records (:class:`pytest_trt.artifact.Calibrated`): ``typed`` is built, the result keeps the pinned config."""
 
     folder: Path
     info: dict[str, Any]  # calibration.json: algorithm, quantizer, header, ranges, class counts, seconds ...
     from_store: bool
     config: BuildConfig  # the pinned config it was calibrated for
+    typed: BuildConfig = field(init=False)  # what a strongly typed builder builds: the Q/DQ model, typed precision
+    cache_text: str = field(init=False)
+    effective: dict[str, Any] = field(init=False)  # laid over the build's effective config
+    extra: dict[str, Any] = field(init=False)  # the result's calibration facts
+    seconds: float = field(init=False)  # 0.0 when taken from the store
 
-    @property
-    def typed_config(self) -> BuildConfig:
-        """What a strongly typed builder builds: the Q/DQ model, precision from its types."""
-        return typed_config(self.config, self.qdq_model)
+    def __post_init__(self) -> None:
+        info = self.info
+        cache_text = (self.folder / CACHE_FILE).read_text(encoding="utf-8")
+        facts = {
+            "typed": typed_config(self.config, self.qdq_model),
+            "cache_text": cache_text,
+            "effective": {"precision": self.config.precision, "quantization": "explicit-qdq",
+                          "calibration_algorithm": info["algorithm"]},
+            "extra": {CALIBRATION: {**info, "from_store": self.from_store}, CALIBRATION_CACHE: cache_text,
+                      QDQ_SHA256: info["qdq_model_sha256"]},
+            "seconds": 0.0 if self.from_store else float(info.get("seconds", {}).get("total", 0.0)),
+        }
+        for name, value in facts.items():
+            object.__setattr__(self, name, value)
 
     @property
     def qdq_model(self) -> Path:
         return self.folder / QDQ_FILE
-
-    @property
-    def cache_text(self) -> str:
-        return (self.folder / CACHE_FILE).read_text(encoding="utf-8")
 
     @property
     def ranges(self) -> Ranges:
@@ -96,35 +106,15 @@ class Pinned(Protocol):
     def onnx_sha256(self) -> str: ...
     @property
     def data_sha256(self) -> str | None: ...
-    @property
-    def config_hash(self) -> str: ...
-    @property
-    def config_json(self) -> dict[str, Any]: ...
 
 
-P = TypeVar("P", bound=Pinned)
+def calibrate_request(request: Pinned) -> ExplicitCalibration:
+    """Calibrate once for ``request`` (or take the stored calibration), with the digests the request computed.
 
-
-def build_explicit(request: P, build: Callable[[P, BuildConfig], BuildResult]) -> BuildResult:
-    """Calibrate once for ``request`` (or take the stored calibration), build the Q/DQ model, re-pin the result.
-
-    ``build(request, typed)`` is the backend's own build of ``request`` as its Q/DQ ``typed`` config.
-
-    The request's digests (ONNX, calibration data) and its config JSON and hash are used as computed: the result
-    is recorded under the pinned config, with the calibration facts in ``extra``.
+    The backend builds the outcome's ``typed`` Q/DQ config and hands the outcome to
+    :meth:`~pytest_trt.artifact.BuildResult.built_for`, which records the result under the pinned config.
     """
-    outcome = calibrate_explicit(request.config, onnx_sha256=request.onnx_sha256, data_sha256=request.data_sha256)
-    built = build(request, outcome.typed_config)
-    info = dict(outcome.info)
-    seconds = 0.0 if outcome.from_store else float(info.get("seconds", {}).get("total", 0.0))
-    effective = {**built.effective_config, "precision": request.config.precision, "quantization": "explicit-qdq",
-                 "calibration_algorithm": info["algorithm"]}
-    extra = {**built.extra, CALIBRATION: {**info, "from_store": outcome.from_store},
-             CALIBRATION_CACHE: outcome.cache_text, QDQ_SHA256: info["qdq_model_sha256"]}
-    return dataclasses.replace(
-        built, config=request.config_json, config_hash=request.config_hash, onnx_sha256=request.onnx_sha256,
-        effective_config=effective, extra=extra, durations={**built.durations, "calibration": seconds},
-    )
+    return calibrate_explicit(request.config, onnx_sha256=request.onnx_sha256, data_sha256=request.data_sha256)
 
 
 def built_onnx(result: BuildResult, config: BuildConfig) -> Path:

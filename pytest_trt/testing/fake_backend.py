@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_trt.backends import registry
 from pytest_trt.backends.base import RunnerTensors
-from pytest_trt.backends.registry import BackendSpec, RegistryVersions
+from pytest_trt.backends.registry import BackendBase, BackendSpec
 
 if TYPE_CHECKING:
     import numpy as np
@@ -74,7 +74,7 @@ def fake_backend(*, compute: Compute | None = None) -> Iterator[FakeBackend]:
             registry.unregister(FAKE)
 
 
-class FakeBackend(RegistryVersions):
+class FakeBackend(BackendBase):
     """A :class:`~pytest_trt.backends.base.Backend` test double (see the module docstring).
 
     It works unregistered too (``FakeBackend().engine(config)`` in a conftest); registering

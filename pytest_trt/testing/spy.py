@@ -23,7 +23,7 @@ class SpyBackend:
         self.real = real
         self.validations = 0
         self.records = 0
-        self.built: list[BuildRequest | BuildConfig] = []
+        self.built: list[BuildRequest] = []
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.real, name)
@@ -37,9 +37,9 @@ class SpyBackend:
         self.validations += 1
         self.real.validate(config)
 
-    def build(self, request: BuildRequest | BuildConfig) -> BuildResult:
+    def build(self, request: BuildRequest) -> BuildResult:
         self.built.append(request)
-        return self.real.build(request)  # type: ignore[arg-type]  # a bare config: backends accept both
+        return self.real.build(request)
 
     def record(self, result: BuildResult, config: BuildConfig) -> BuildRecord:
         self.records += 1

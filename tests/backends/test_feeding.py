@@ -25,7 +25,7 @@ def _engine(config: BuildConfig) -> Engine:
     from pytest_trt.backends.onnxruntime import OrtBackend
 
     backend = OrtBackend()
-    return Engine(config, backend.build(config), backend)
+    return Engine(config, backend.build_config(config), backend)
 
 
 @pytest.fixture(scope="module")

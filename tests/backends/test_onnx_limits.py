@@ -57,7 +57,7 @@ def test_tensorrt_rtx_build_refuses_the_model(tmp_path: Path, imports) -> None: 
 
     path = _relu(tmp_path / "m.onnx", imports)
     with pytest.raises(BuildFailed, match=r"declares ONNX IR version 8 and opset 99; TensorRT-RTX") as ei:
-        create_backend("tensorrt-rtx").build(BuildConfig(name="opset99", onnx=path))
+        create_backend("tensorrt-rtx").build_config(BuildConfig(name="opset99", onnx=path))
     assert ei.value.stage == "parse"
     limit = {"1.7": 24, "1.4": 23}.get(RTX_MM)
     if limit is not None:

@@ -33,7 +33,7 @@ def cbr(models: dict[str, Path]) -> BuildConfig:
 
 @pytest.fixture(scope="module")
 def cbr_result(backend, cbr: BuildConfig) -> BuildResult:  # type: ignore[no-untyped-def]
-    return backend.build(cbr)
+    return backend.build_config(cbr)
 
 
 def _fd2() -> tuple[int, int]:
@@ -63,7 +63,7 @@ def test_build_result_evidence(backend, cbr: BuildConfig, cbr_result: BuildResul
 
 
 def test_engine_bytes_are_reproducible(backend, cbr: BuildConfig, cbr_result: BuildResult) -> None:  # type: ignore[no-untyped-def]
-    assert backend.build(cbr).engine_sha256 == cbr_result.engine_sha256
+    assert backend.build_config(cbr).engine_sha256 == cbr_result.engine_sha256
 
 
 def test_build_log_holds_the_transformer_lines(cbr_result: BuildResult) -> None:
@@ -81,7 +81,7 @@ def test_build_log_holds_the_transformer_lines(cbr_result: BuildResult) -> None:
 
 
 def test_build_log_stays_out_of_test_output(backend, cbr: BuildConfig, capfd: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
-    backend.build(cbr)
+    backend.build_config(cbr)
     out, err = capfd.readouterr()
     assert "onnxruntime" not in err and "GraphTransformer" not in out + err
 
@@ -89,7 +89,7 @@ def test_build_log_stays_out_of_test_output(backend, cbr: BuildConfig, capfd: py
 def test_every_level_is_applied_and_read_back(backend, models: dict[str, Path]) -> None:  # type: ignore[no-untyped-def]
     for level in OrtOptions.LEVELS:
         cfg = BuildConfig(name="cbr", onnx=models["conv_bn_relu"], ort=OrtOptions(graph_optimization_level=level))
-        r = backend.build(cfg)
+        r = backend.build_config(cfg)
         assert r.effective_config["ort"]["graph_optimization_level"] == level
         n = len(onnx.load_from_string(r.engine).graph.node)
         assert (n == 3) if level == "disabled" else (n <= 2), level
@@ -97,7 +97,7 @@ def test_every_level_is_applied_and_read_back(backend, models: dict[str, Path]) 
 
 def test_threads_and_determinism_read_back(backend, models: dict[str, Path]) -> None:  # type: ignore[no-untyped-def]
     opts = OrtOptions(intra_op_threads=2, inter_op_threads=1, deterministic=False)
-    r = backend.build(BuildConfig(name="cbr", onnx=models["conv_bn_relu"], ort=opts))
+    r = backend.build_config(BuildConfig(name="cbr", onnx=models["conv_bn_relu"], ort=opts))
     assert r.effective_config["ort"] == opts.to_json()
 
 
@@ -117,7 +117,7 @@ def test_tensorrt_only_fields_are_refused(backend, cbr: BuildConfig, field: str,
         backend.validate(cbr.replace(**{field: value}))
     assert ei.value.option == field and ei.value.backend == "onnxruntime"
     with pytest.raises(UnsupportedOption):
-        backend.build(cbr.replace(**{field: value}))
+        backend.build_config(cbr.replace(**{field: value}))
 
 
 def test_int8_without_calibration_and_tensorrt_calibrators_are_refused(backend, cbr: BuildConfig) -> None:  # type: ignore[no-untyped-def]
@@ -134,7 +134,7 @@ def test_int8_without_calibration_and_tensorrt_calibrators_are_refused(backend, 
 def test_unavailable_provider_is_an_error_not_a_cpu_fallback(backend, cbr: BuildConfig) -> None:  # type: ignore[no-untyped-def]
     cfg = cbr.replace(ort=OrtOptions(execution_providers=("CUDAExecutionProvider", "CPUExecutionProvider")))
     with pytest.raises(UnsupportedOption, match="CUDAExecutionProvider not available.*available: .*CPUExecutionProvider") as ei:
-        backend.build(cfg)
+        backend.build_config(cfg)
     assert ei.value.option == "ort.execution_providers"
 
 
@@ -145,7 +145,7 @@ def test_not_onnx_bytes_fail_with_the_file_named_and_stderr_restored(
     bad.write_bytes(b"this is not a protobuf \x00\xff" * 10)
     before = _fd2()
     with pytest.raises(BuildFailed) as ei:
-        backend.build(BuildConfig(name="garbage", onnx=bad))
+        backend.build_config(BuildConfig(name="garbage", onnx=bad))
     assert _fd2() == before
     err = ei.value
     assert str(bad) in err.message and err.stage == "parse" and err.config_name == "garbage"
@@ -164,7 +164,7 @@ def test_invalid_graph_fails_at_build_with_the_log_kept(backend, tmp_path: Path)
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
     before = _fd2()
     with pytest.raises(BuildFailed, match="NoSuchOp") as ei:
-        backend.build(BuildConfig(name="badop", onnx=path))
+        backend.build_config(BuildConfig(name="badop", onnx=path))
     assert _fd2() == before
     assert ei.value.stage == "build" and str(path) in ei.value.message
     assert ei.value.context["log"], "the session log up to the failure is kept"
@@ -172,9 +172,9 @@ def test_invalid_graph_fails_at_build_with_the_log_kept(backend, tmp_path: Path)
 
 def test_profile_naming_a_missing_input_fails(backend, cbr: BuildConfig) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(BuildFailed, match="names input 'images', which the model does not have .inputs: input."):
-        backend.build(cbr.replace(profiles=(Profile(images=(1, 3, 16, 16)),)))
+        backend.build_config(cbr.replace(profiles=(Profile(images=(1, 3, 16, 16)),)))
     with pytest.raises(BuildFailed, match="allows 8..8 at axis 2 of input 'input', whose size is fixed at 16"):
-        backend.build(cbr.replace(profiles=(Profile(input=(1, 3, 8, 8)),)))
+        backend.build_config(cbr.replace(profiles=(Profile(input=(1, 3, 8, 8)),)))
 
 
 def test_cached_engine_reloads_in_a_fresh_backend_with_identical_outputs(

@@ -24,7 +24,7 @@ def _engine(path: Path, level: str, name: str = "m") -> Engine:
 
     backend = OrtBackend()
     config = BuildConfig(name=name, onnx=path, ort=OrtOptions(graph_optimization_level=level))
-    return Engine(config, backend.build(config), backend)
+    return Engine(config, backend.build_config(config), backend)
 
 
 def _chain(tmp_path: Path, ops: list[str], name: str) -> Path:

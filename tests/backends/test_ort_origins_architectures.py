@@ -38,7 +38,7 @@ def _build(path: Path, level: str):
 
     backend = OrtBackend()
     config = BuildConfig(name=path.stem, onnx=path, ort=OrtOptions(graph_optimization_level=level))
-    result = backend.build(config)
+    result = backend.build_config(config)
     return result, backend.record(result, config)
 
 

@@ -37,7 +37,7 @@ def _configure(onnx: Path, timing_cache: Path | None) -> tuple[Configured, Build
     assert parser.parse(onnx.read_bytes())
     config = BuildConfig(name="cbr", onnx=onnx, timing_cache=timing_cache,
                          profiles=[Profile(input=((1, 3, 16, 16), (2, 3, 16, 16), (4, 3, 16, 16)))])
-    configured = configure(trt, f, builder, network, config, tuple(sorted(f.precision_flags(config.precision))))
+    configured = configure(trt, f, builder, network, config, tuple(sorted(f.precision_flags[config.precision])))
     return configured, config
 
 

@@ -90,5 +90,5 @@ def test_onnxruntime_build_fills_the_version(tmp_path: Path) -> None:
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 8])])
     path = tmp_path / "tiny.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
-    result = OrtBackend().build(BuildConfig(name="tiny", onnx=path, profiles=(Profile(x=((1, 8), (4, 8), (4, 8))),)))
+    result = OrtBackend().build_config(BuildConfig(name="tiny", onnx=path, profiles=(Profile(x=((1, 8), (4, 8), (4, 8))),)))
     assert (result.backend, result.backend_version) == ("onnxruntime", ort.__version__)

@@ -71,7 +71,7 @@ def built(incident_configs):  # type: ignore[no-untyped-def]
     from pytest_trt.engines.engine import Engine
 
     backend = create_backend("onnxruntime")
-    return {c.calibration.algorithm: Engine(c, backend.build(c), backend) for c in incident_configs}
+    return {c.calibration.algorithm: Engine(c, backend.build_config(c), backend) for c in incident_configs}
 
 
 def test_assert_calibration_three_forms_agree(built) -> None:  # type: ignore[no-untyped-def]
@@ -132,12 +132,12 @@ def test_assert_int8_on_tensorrt_rtx_and_onnxruntime(incident_configs, built) ->
 
     config = incident_configs[0]
     backend = create_backend("tensorrt-rtx")
-    rtx = Engine(config, backend.build(config), backend)
+    rtx = Engine(config, backend.build_config(config), backend)
     assert_int8("/block1/block1.0/Conv", "re:/block\\d/block\\d\\.3/Conv", engine=rtx)
     # ONNX Runtime fuses the Q/DQ pairs into QLinearConv; the float model's Conv stays float
     built["entropy"].assert_int8("/block1/block1.0/Conv")
     ort = create_backend("onnxruntime")
     fp32 = config.replace(precision="fp32", calibration=None)
-    float_engine = Engine(fp32, ort.build(fp32), ort)
+    float_engine = Engine(fp32, ort.build_config(fp32), ort)
     with pytest.raises(AssertionError, match="(?s)expected INT8 execution.*'/block1/block1.0/Conv' implemented by"):
         float_engine.assert_int8("/block1/block1.0/Conv")

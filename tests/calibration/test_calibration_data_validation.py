@@ -43,7 +43,7 @@ def _config(project: Path, case: str, data: Any, *, onnx: str = "tiny.onnx", **c
 def _build(config: BuildConfig, backend: str = "onnxruntime") -> Any:
     from pytest_trt.backends.registry import create_backend
 
-    return create_backend(backend).build(config)
+    return create_backend(backend).build_config(config)
 
 
 def _npz(project: Path, case: str, **arrays: np.ndarray) -> str:

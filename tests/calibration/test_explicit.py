@@ -55,7 +55,7 @@ def test_tensorrt_rtx_builds_the_qdq_model_with_int8_layers(method_config, algor
 
     backend = create_backend("tensorrt-rtx")
     config = method_config(algorithm)
-    result = backend.build(config)
+    result = backend.build_config(config)
     assert result.config_hash == config.config_hash and result.onnx_sha256 == config.onnx_sha256
     assert result.effective_config["quantization"] == "explicit-qdq"
     record = backend.record(result, config)
@@ -100,11 +100,11 @@ def test_pinned_cache_hash_mismatch_fails_the_build_with_both_hashes(method_conf
     wrong = "0" * 64
     config = method_config("minmax", cache=tmp_path / "digits.cache", cache_sha256=wrong)
     with pytest.raises(BuildFailed) as ei:
-        create_backend("onnxruntime").build(config)
+        create_backend("onnxruntime").build_config(config)
     actual = hashlib.sha256(calibrate_explicit(method_config("minmax")).cache_text.encode()).hexdigest()
     assert wrong in str(ei.value) and actual in str(ei.value)
     # pinned right, it builds and leaves the cache file with those bytes
-    create_backend("onnxruntime").build(method_config("minmax", cache=tmp_path / "ok.cache", cache_sha256=actual))
+    create_backend("onnxruntime").build_config(method_config("minmax", cache=tmp_path / "ok.cache", cache_sha256=actual))
     assert hashlib.sha256((tmp_path / "ok.cache").read_bytes()).hexdigest() == actual
 
 
@@ -126,7 +126,7 @@ def test_onnxruntime_backend_runs_the_calibrated_engine(method_config) -> None: 
 
     backend = create_backend("onnxruntime")
     config = method_config("minmax")
-    result = backend.build(config)
+    result = backend.build_config(config)
     x, y = _digits_test_set()
     out = backend.runner(result, config).run({"input": x[:64]})["logits"]
     assert float(np.mean(out.argmax(1) == y[:64])) > 0.8
@@ -176,7 +176,7 @@ def test_rtx14_refuses_qdq_int8_with_a_clear_error(method_config) -> None:  # ty
     # the table's fact, measured again: the Q/DQ model itself does not build with 1.4
     qdq = calibrate_explicit(config).qdq_model
     with pytest.raises(BuildFailed, match="Myelin|failed to build"):
-        backend.build(typed_config(config, qdq))
+        backend.build_config(typed_config(config, qdq))
 
 
 def test_per_channel_weights_get_one_scale_per_output_channel(method_config) -> None:  # type: ignore[no-untyped-def]
@@ -195,5 +195,5 @@ def test_per_channel_weights_get_one_scale_per_output_channel(method_config) -> 
 
         config = method_config("minmax", per_channel=True)
         backend = create_backend("tensorrt-rtx")
-        record = backend.record(backend.build(config), config)
+        record = backend.record(backend.build_config(config), config)
         assert any(t.dtype == "Int8" for la in record.layers for t in la.inputs)

@@ -118,7 +118,7 @@ def test_implicit_int8_build_with_a_calibrator(models, tmp_path: Path) -> None: 
                          calibration=Calibration(algorithm="entropy2", data=str(tmp_path / "calib.npy"),
                                                  cache=tmp_path / "c.cache"))
     backend = create_backend("tensorrt")
-    result = backend.build(config)
+    result = backend.build_config(config)
     assert result.effective_config["calibrator"]["algorithm"] == "entropy2"
     assert (tmp_path / "c.cache").read_text().split("-")[2].startswith("EntropyCalibration2")
     backend.record(result, config)

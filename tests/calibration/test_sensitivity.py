@@ -407,13 +407,12 @@ def test_rtx_search_builds_each_candidate_and_checks_the_record(planted: Planted
 def test_rtx_record_shows_excluded_nodes_in_float(planted: Planted) -> None:
     _rtx()
     from pytest_trt.backends.registry import create_backend
-    from pytest_trt.backends.request import as_request
     from pytest_trt.sensitivity.evaluate import int8_nodes, with_exclusions
 
     backend = create_backend("tensorrt-rtx")
     for nodes in ((), ("fc2",)):
         config = with_exclusions(planted.config, nodes)
-        result = backend.build(as_request(backend, config))
+        result = backend.build_config(config)
         record = backend.record(result, config)
         compute = {n: [la for la in record.layers if la.kind == "compute" and n in la.origins] for n in NODES}
         fc1_and_fc3 = {"fc1", "fc3"}

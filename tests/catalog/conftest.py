@@ -41,7 +41,7 @@ def ort_result(models: dict[str, Path]) -> Any:
     from pytest_trt.backends.onnxruntime import OrtBackend
     from pytest_trt.config import BuildConfig
 
-    return OrtBackend().build(BuildConfig(name="cbr", version="2.1", onnx=models["conv_bn_relu"]))
+    return OrtBackend().build_config(BuildConfig(name="cbr", version="2.1", onnx=models["conv_bn_relu"]))
 
 
 @pytest.fixture(scope="session")

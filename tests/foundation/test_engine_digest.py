@@ -61,7 +61,7 @@ def test_a_real_rtx_build_hands_its_running_digest_to_the_result(tmp_path: Path)
 
     onnx = write_all(tmp_path / "models")["mobilenet_v2"]
     config = BuildConfig(name="mnv2", onnx=onnx, profiles=[Profile(input=((1, 3, 32, 32), (2, 3, 32, 32), (4, 3, 32, 32)))])
-    result = create_backend("tensorrt-rtx").build(config)
+    result = create_backend("tensorrt-rtx").build_config(config)
     assert result.log, "the returned result carries the captured log"
     pending = result.pending_engine_digest()
     assert pending is not None, "the engine's sha256 must already be on its way when build() returns"

@@ -46,14 +46,14 @@ TRT11 = _api("11.4.0", ["TF32", "STRICT_NANS"], ["STRONGLY_TYPED"], False)
 def test_trt86_needs_explicit_batch_and_has_precision_flags():
     f = probe(TRT86)
     assert f.use_explicit_batch and not f.strongly_typed_only
-    assert f.precision_flags("best") == ("FP16", "INT8")  # no BF16 flag in 8.6
+    assert f.precision_flags["best"] == ("FP16", "INT8")  # no BF16 flag in 8.6
     assert f.calibrators_usable and f.timing_cache_effective and f.backend_name == "tensorrt"
 
 
 def test_trt10_ignores_explicit_batch_and_keeps_every_precision():
     f = probe(TRT10)
     assert not f.use_explicit_batch  # deprecated and ignored from 10.0
-    assert f.precision_flags("best") == ("FP16", "BF16", "INT8")
+    assert f.precision_flags["best"] == ("FP16", "BF16", "INT8")
     assert "STRONGLY_TYPED" in f.network_flags
 
 

@@ -34,7 +34,7 @@ def test_build_captures_every_message_and_effective_config(rtx, models, tmp_path
         memory_pool_limits={"workspace": "256MiB"},
         flags=["STRICT_NANS"],
     )
-    result = rtx.build(cfg)
+    result = rtx.build_config(cfg)
     # plan magic read from tensorrt_rtx 1.7.1 plans by hand; other releases: only the size is known
     if RTX_MM == "1.7":
         assert result.engine[:4] == b"vtrt"
@@ -66,7 +66,7 @@ def test_build_captures_every_message_and_effective_config(rtx, models, tmp_path
 
 def test_builds_are_byte_identical(rtx, models):
     cfg = BuildConfig(name="cbr", onnx=models["conv_bn_relu"], profiles=[DYN])
-    assert rtx.build(cfg).engine == rtx.build(cfg).engine
+    assert rtx.build_config(cfg).engine == rtx.build_config(cfg).engine
 
 
 def test_tf32_precision_and_compute_capability_targets(rtx, models):
@@ -78,7 +78,7 @@ def test_tf32_precision_and_compute_capability_targets(rtx, models):
         compute_capabilities=["SM89", "SM120"],
         hardware_compatibility_level="NONE",
     )
-    result = rtx.build(cfg)
+    result = rtx.build_config(cfg)
     assert result.effective_config["flags"] == ["TF32"]
     assert result.effective_config["compute_capabilities"] == ["SM120", "SM89"]
     assert result.device["targets"] == ["SM120", "SM89"]
@@ -88,7 +88,7 @@ def test_tf32_precision_and_compute_capability_targets(rtx, models):
 def test_precision_flags_are_refused_on_strongly_typed_rtx(rtx, models, precision):
     cfg = BuildConfig(name="cbr", onnx=models["conv_bn_relu"], profiles=[DYN], precision=precision)
     with pytest.raises(UnsupportedOption) as info:
-        rtx.build(cfg)
+        rtx.build_config(cfg)
     msg = str(info.value)
     assert f"precision={precision!r}" in msg and "strongly typed" in msg and "precision='typed'" in msg
 
@@ -97,7 +97,7 @@ def test_flag_the_backend_lacks_is_refused(rtx, models):
     # ENABLE_TACTIC_HEURISTIC is a TensorRT 8.6 flag no TensorRT-RTX release has
     cfg = BuildConfig(name="cbr", onnx=models["conv_bn_relu"], profiles=[DYN], flags=["SPARSE_WEIGHTS", "ENABLE_TACTIC_HEURISTIC"])
     with pytest.raises(UnsupportedOption, match="has no builder flag ENABLE_TACTIC_HEURISTIC; it has: .*STRICT_NANS") as info:
-        rtx.build(cfg)
+        rtx.build_config(cfg)
     assert "FP16" not in str(info.value)  # only flags a build would accept are offered
 
 
@@ -105,23 +105,23 @@ def test_precision_flags_are_refused_even_where_the_enum_still_lists_them(rtx, m
     # TensorRT-RTX 1.4 lists OBEY_PRECISION_CONSTRAINTS but fails the build with it; 1.7 dropped it
     cfg = BuildConfig(name="cbr", onnx=models["conv_bn_relu"], profiles=[DYN], flags=["OBEY_PRECISION_CONSTRAINTS"])
     with pytest.raises(UnsupportedOption, match=r"flags\['OBEY_PRECISION_CONSTRAINTS'\]: TensorRT-RTX .* (has no builder flag|refuses)"):
-        rtx.build(cfg)
+        rtx.build_config(cfg)
 
 
 def test_unknown_compute_capability_and_ort_options_are_refused(rtx, models):
     from pytest_trt import OrtOptions
 
     with pytest.raises(UnsupportedOption, match=r"compute_capabilities\['SM90'\].*targets one of .*SM89"):
-        rtx.build(BuildConfig(name="c", onnx=models["conv_bn_relu"], profiles=[DYN], compute_capabilities=["SM90"]))
+        rtx.build_config(BuildConfig(name="c", onnx=models["conv_bn_relu"], profiles=[DYN], compute_capabilities=["SM90"]))
     with pytest.raises(UnsupportedOption, match="ONNX Runtime options do not apply"):
-        rtx.build(BuildConfig(name="c", onnx=models["conv_bn_relu"], profiles=[DYN], ort=OrtOptions()))
+        rtx.build_config(BuildConfig(name="c", onnx=models["conv_bn_relu"], profiles=[DYN], ort=OrtOptions()))
 
 
 def test_bytes_that_are_not_onnx_fail_with_the_parser_message(rtx, tmp_path):
     bad = tmp_path / "garbage.onnx"
     bad.write_bytes(b"this is not a protobuf \x00\x01\x02")
     with pytest.raises(BuildFailed) as info:
-        rtx.build(BuildConfig(name="garbage", onnx=bad))
+        rtx.build_config(BuildConfig(name="garbage", onnx=bad))
     err = info.value
     assert err.stage == "parse" and "garbage.onnx" in str(err)
     assert "holds no ONNX graph" in str(err) and "onnx.checker.check_model" in str(err)
@@ -132,7 +132,7 @@ def test_truncated_protobuf_fails_in_the_parser(rtx, models, tmp_path):
     bad = tmp_path / "truncated.onnx"
     bad.write_bytes(models["conv_bn_relu"].read_bytes()[:200])
     with pytest.raises(BuildFailed) as info:
-        rtx.build(BuildConfig(name="truncated", onnx=bad))
+        rtx.build_config(BuildConfig(name="truncated", onnx=bad))
     assert info.value.stage == "parse" and "truncated.onnx" in str(info.value)
 
 
@@ -155,7 +155,7 @@ def _model_with_custom_op(path):
 def test_unparsable_op_names_the_node_and_keeps_the_log(rtx, tmp_path):
     path = _model_with_custom_op(tmp_path / "custom.onnx")
     with pytest.raises(BuildFailed) as info:
-        rtx.build(BuildConfig(name="custom", onnx=path))
+        rtx.build_config(BuildConfig(name="custom", onnx=path))
     msg = str(info.value)
     assert "node 'my_fancy_norm' (FancyNorm)" in msg
     assert "FancyNorm" in msg and "custom.onnx" in msg
@@ -176,19 +176,19 @@ def test_unparsable_op_names_the_node_and_keeps_the_log(rtx, tmp_path):
 )
 def test_profiles_that_do_not_fit_the_network(rtx, models, profile, text):
     with pytest.raises(ConfigError) as info:
-        rtx.build(BuildConfig(name="cbr", onnx=models["conv_bn_relu"], profiles=[profile]))
+        rtx.build_config(BuildConfig(name="cbr", onnx=models["conv_bn_relu"], profiles=[profile]))
     assert text in str(info.value)
 
 
 def test_dynamic_input_without_profile_says_what_to_add(rtx, models):
     with pytest.raises(ConfigError, match=r"input 'input' has dynamic shape \[-1, 3, 16, 16\]; add profiles=\[Profile"):
-        rtx.build(BuildConfig(name="cbr", onnx=models["conv_bn_relu"]))
+        rtx.build_config(BuildConfig(name="cbr", onnx=models["conv_bn_relu"]))
 
 
 def test_timing_cache_is_refused_where_it_is_a_no_op(rtx, models, tmp_path):
     cfg = BuildConfig(name="cbr", onnx=models["conv_bn_relu"], profiles=[DYN], timing_cache=tmp_path / "t.cache")
     with pytest.raises(UnsupportedOption, match="timing_cache: TensorRT-RTX .* no-ops in 1.2"):
-        rtx.build(cfg)
+        rtx.build_config(cfg)
     assert not (tmp_path / "t.cache").exists()
 
 
@@ -220,7 +220,7 @@ def test_engines_cannot_run_without_a_supported_gpu(rtx, models):
     if reason is None:
         pytest.skip("a GPU TensorRT-RTX supports is present")
     cfg = BuildConfig(name="cbr", onnx=models["conv_bn_relu"], profiles=[DYN])
-    result = rtx.build(cfg)
+    result = rtx.build_config(cfg)
     with pytest.raises(EngineNotRunnable, match="cannot run tensorrt-rtx engine 'cbr' here: "):
         rtx.runner(result, cfg)
     import contextvars
@@ -243,6 +243,6 @@ def test_full_tensorrt_builds_through_the_same_code_path(models):
 
     backend = TensorRTBackend("tensorrt")
     cfg = BuildConfig(name="cbr", onnx=models["conv_bn_relu"], profiles=[DYN], precision="fp16")
-    result = backend.build(cfg)
+    result = backend.build_config(cfg)
     assert "FP16" in result.effective_config["flags"]
     assert np.frombuffer(result.engine[:4], dtype=np.uint8).size == 4

@@ -86,7 +86,7 @@ def real_engine(config: BuildConfig) -> object:
     from pytest_trt.engines.engine import Engine
 
     backend = OrtBackend()
-    return Engine(config, backend.build(config), backend)
+    return Engine(config, backend.build_config(config), backend)
 
 
 def write_topk_model(path: Path, *, classes: int = 4, damp: float = 1.0) -> Path:

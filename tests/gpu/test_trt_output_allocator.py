@@ -40,7 +40,7 @@ def test_data_dependent_output_goes_through_the_output_allocator(tmp_path):
     onnx.save(model, str(tmp_path / "nz.onnx"))
     backend = TensorRTBackend("tensorrt")
     config = BuildConfig(name="nz", onnx=tmp_path / "nz.onnx", profiles=[Profile(x=((1, 8), (4, 8), (8, 8)))])
-    engine = Engine(config, backend.build(config), backend)
+    engine = Engine(config, backend.build_config(config), backend)
     x = np.zeros((3, 8), np.float32)
     x[0, 1] = x[2, 7] = 1.0
     got = engine.runner.run({"x": x})["idx"]

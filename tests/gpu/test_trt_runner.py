@@ -33,7 +33,7 @@ def test_rtx_engine_matches_the_onnx_reference(models):
     backend = TensorRTBackend("tensorrt_rtx")
     config = BuildConfig(name="mnv2", onnx=models["mobilenet_v2"],
                          profiles=[Profile(input=((1, 3, 32, 32), (8, 3, 32, 32), (16, 3, 32, 32)))])
-    engine = Engine(config, backend.build(config), backend)
+    engine = Engine(config, backend.build_config(config), backend)
     x = {"input": np.random.default_rng(0).random((20, 3, 32, 32), dtype=np.float32)}  # 20 > max 16: split
     got = engine.run(x)["logits"]
     want = engine.reference().run(x)["logits"]
@@ -55,7 +55,7 @@ def test_rtx_engine_with_two_profiles_picks_the_one_that_fits(models, binding, m
     config = BuildConfig(name="cbr2", onnx=models["conv_bn_relu"],
                          profiles=[Profile(input=((1, 3, 16, 16), (2, 3, 16, 16), (4, 3, 16, 16))),
                                    Profile(input=((5, 3, 16, 16), (8, 3, 16, 16), (12, 3, 16, 16)))])
-    engine = Engine(config, backend.build(config), backend)
+    engine = Engine(config, backend.build_config(config), backend)
     assert [p for p in engine.runner.profiles] == [
         {"input": ((1, 3, 16, 16), (4, 3, 16, 16))}, {"input": ((5, 3, 16, 16), (12, 3, 16, 16))}]
     rng = np.random.default_rng(1)

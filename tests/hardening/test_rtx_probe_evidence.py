@@ -61,7 +61,7 @@ def test_example_build_log_has_no_line_caused_by_the_plugin(rtx, models, extra):
     # TensorRT-RTX" + an INTERNAL_ERROR). TensorRT-RTX 1.7 logs none; 1.4 warns "In JIT build, strongly
     # typed is enabled by default." itself.
     bare = _bare_build_noise(models["mobilenet_v2"])
-    result = rtx.build(BuildConfig(onnx=models["mobilenet_v2"], **EXAMPLE_PIN, **extra))
+    result = rtx.build_config(BuildConfig(onnx=models["mobilenet_v2"], **EXAMPLE_PIN, **extra))
     noisy = [e.text for e in result.log if e.severity not in ("VERBOSE", "INFO")]
     assert noisy == bare
     if RTX_MM == "1.7":
@@ -75,7 +75,7 @@ def test_example_build_log_has_no_line_caused_by_the_plugin(rtx, models, extra):
 def test_hardware_compatibility_levels_other_than_none_are_refused_on_rtx(rtx, models):
     cfg = BuildConfig(onnx=models["mobilenet_v2"], **{**EXAMPLE_PIN, "hardware_compatibility_level": "AMPERE_PLUS"})
     with pytest.raises(UnsupportedOption, match=r"hardware_compatibility_level: TensorRT-RTX [0-9.]+ has no hardware-compatibility"):
-        rtx.build(cfg)
+        rtx.build_config(cfg)
 
 
 def _relu_model(path, *, ir: int, opset: int):
@@ -102,7 +102,7 @@ def test_onnx_newer_than_the_parser_is_refused_with_both_numbers(rtx, tmp_path, 
     opset = row.max_opset + 1 if opset == "max+1" else opset
     model = _relu_model(tmp_path / "new.onnx", ir=ir, opset=opset)
     with pytest.raises(BuildFailed) as info:
-        rtx.build(BuildConfig(name="new", onnx=model))
+        rtx.build_config(BuildConfig(name="new", onnx=model))
     msg = str(info.value)
     assert f"new.onnx declares ONNX IR version {ir} and opset {opset}" in msg
     assert f"parses IR version <= {row.max_ir} and opset <= {row.max_opset}" in msg and "opset_version" in msg
@@ -118,7 +118,7 @@ def test_onnx_at_the_parser_limit_builds(rtx, tmp_path):
     # fixed: read from each parser library's embedded ONNX proto by hand
     assert (row.max_ir, row.max_opset) == {"1.7": (12, 24), "1.4": (11, 23)}[RTX_MM]
     model = _relu_model(tmp_path / "ok.onnx", ir=row.max_ir, opset=row.max_opset)
-    assert rtx.build(BuildConfig(name="ok", onnx=model)).engine
+    assert rtx.build_config(BuildConfig(name="ok", onnx=model)).engine
 
 
 def test_header_reader_agrees_with_onnx(models, tmp_path):

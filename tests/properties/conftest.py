@@ -43,7 +43,7 @@ def ort_engine(config: BuildConfig):
     from pytest_trt.engines.engine import Engine
 
     backend = OrtBackend()
-    return Engine(config, backend.build(config), backend)
+    return Engine(config, backend.build_config(config), backend)
 
 
 @pytest.fixture(scope="session")

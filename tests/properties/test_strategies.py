@@ -125,7 +125,7 @@ def test_drawn_tensorrt_configs_build_with_tensorrt_rtx(models, data):
 
     config = data.draw(build_configs(models["conv_bn_relu"], backend="tensorrt-rtx", max_dim=4, max_profiles=2))
     assert config.ort is None and 0 <= config.builder_optimization_level <= 5
-    result = TensorRTBackend("tensorrt_rtx").build(config)
+    result = TensorRTBackend("tensorrt_rtx").build_config(config)
     effective = result.effective_config
     assert effective["builder_optimization_level"] == config.builder_optimization_level
     assert effective["num_optimization_profiles"] == len(config.profiles) >= 1
