@@ -339,6 +339,7 @@ class BuildResult:
         clock = self.__dict__.get("_clock")
         return None if clock is None else dict(clock)
 
+    @property
     def verified_digests(self) -> dict[str, str] | None:
         """The sha256 of each file this result was read and checked against (a cache entry's ``entry.json``
         ``files``); None for a result that was built, or read without digests."""

@@ -147,10 +147,13 @@ class EngineNotBuilt(TrtError):
 class LockTimeout(TrtError):
     """A file lock was not free in time; ``what`` names the locked object, ``lock_file`` the lock."""
 
-    def __init__(self, message: str, *, what: str, lock_file: Path, **context: Any) -> None:
-        super().__init__(message, what=what, lock_file=str(lock_file), **context)
-        self.what = what
-        self.lock_file = Path(lock_file)
+    @property
+    def what(self) -> str:
+        return str(self.context["what"])
+
+    @property
+    def lock_file(self) -> Path:
+        return Path(self.context["lock_file"])
 
 
 class GoldenRegression(GoldenError, AssertionError):

@@ -275,22 +275,12 @@ def statements(info: BundleInfo, inputs: BundleInputs) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class Prepared:
-    """Attestations made and signed in memory (:func:`prepare_attestations`), to be written by :meth:`write`."""
+    """Attestations made and signed in memory (:func:`prepare_attestations`), to be written by
+    :func:`store_attestations`."""
 
     info: AttestInfo
     lines: bytes  # <bundle>.intoto.jsonl
     bom: bytes  # <bundle>.cdx.json
-
-    def write(self) -> AttestInfo:
-        """Write both files atomically, read-only, beside the bundle."""
-        from pytest_trt.audit.bundle import BUNDLE_FILE_MODE
-        from pytest_trt.common.fileio import write_bytes_atomic
-
-        # the ML-BOM alone is a copy of the attested one (attest verify compares them): not fsynced, a power cut
-        # may lose it; the attestations are evidence, fsynced like the bundle
-        write_bytes_atomic(self.info.bom, self.bom, mode=BUNDLE_FILE_MODE, fsync=False)
-        write_bytes_atomic(self.info.path, self.lines, mode=BUNDLE_FILE_MODE)
-        return self.info
 
 
 def prepare_attestations(info: BundleInfo, inputs: BundleInputs) -> Prepared:
@@ -310,22 +300,30 @@ def prepare_attestations(info: BundleInfo, inputs: BundleInputs) -> Prepared:
 
 def write_attestations(info: BundleInfo, inputs: BundleInputs) -> AttestInfo:
     """Write ``<bundle>.intoto.jsonl`` (and ``<bundle>.cdx.json``) beside the bundle ``info``; atomic, read-only."""
-    return prepare_attestations(info, inputs).write()
+    prepared = prepare_attestations(info, inputs)
+    store_attestations(info, prepared)
+    return prepared.info
 
 
-def store_attestations(info: BundleInfo, prepared: Prepared, marker: dict[str, Any]) -> None:
-    """Write ``prepared`` beside the bundle ``info`` under the bundle's lock, and record it in the sidecar; nothing
-    when another writer replaced the bundle meanwhile (that writer attests its own)."""
+def store_attestations(info: BundleInfo, prepared: Prepared, marker: dict[str, Any] | None = None) -> bool:
+    """Write ``prepared`` beside the bundle ``info`` under the bundle's lock (atomic, read-only files) and record
+    ``marker`` in the sidecar; nothing (False) when another writer replaced the bundle meanwhile (that writer
+    attests its own)."""
     from pytest_trt.audit import sidecar
-    from pytest_trt.common.fileio import locked
+    from pytest_trt.audit.bundle import BUNDLE_FILE_MODE
+    from pytest_trt.common.fileio import locked, write_bytes_atomic
 
     path = info.path
     with locked(path.parent / f".{path.name}.lock", what=f"audit bundle {path}"):
         state = sidecar.read_state(path)
         if state is not None and state.sha256 != info.sha256:
-            return
-        prepared.write()
-        if state is not None:
+            return False
+        # the ML-BOM alone is a copy of the attested one (attest verify compares them): not fsynced, a power cut
+        # may lose it; the attestations are evidence, fsynced like the bundle
+        write_bytes_atomic(prepared.info.bom, prepared.bom, mode=BUNDLE_FILE_MODE, fsync=False)
+        write_bytes_atomic(prepared.info.path, prepared.lines, mode=BUNDLE_FILE_MODE)
+        if state is not None and marker is not None:
             sidecar.write_state(path, members_sha256=state.members_sha256, sha256=state.sha256, size=state.size,
                                 engine_sha256=state.engine_sha256, golden=state.golden,
                                 inputs_sha256=state.inputs_sha256, attested=marker)
+    return True

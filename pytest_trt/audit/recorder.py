@@ -160,29 +160,30 @@ class BundleRecorder:
         calibration_cache = _calibration_cache(engine)
         qdq = (engine.result.extra or {}).get(QDQ_SHA256)
         info, state = self._unchanged(engine, path, golden, calibration_cache, qdq)  # no lock needed to read
-        if info is not None and self.settings.attest:
-            self._attest(engine, info, state, lambda: BundleInputs(
-                engine.result, None, self.environment, include_engine=self.settings.include_engine,
-                golden_results={**(state.golden or {}), **golden} or None if state is not None else golden or None,
-                calibration_cache=calibration_cache, qdq_model_sha256=str(qdq) if qdq else None,
-                sign_key=self.settings.sign_key))
+        made: BundleInputs | None = None
         if info is None:
             path.parent.mkdir(parents=True, exist_ok=True, mode=BUNDLE_DIR_MODE)
             with locked(path.parent / f".{path.name}.lock", what=f"audit bundle {path}"):
                 merged = {**self._existing_golden(path, engine), **golden}
-                inputs = BundleInputs(engine.result, self._record(engine), self.environment,
-                                      include_engine=self.settings.include_engine, golden_results=merged or None,
-                                      calibration_cache=calibration_cache, qdq_model_sha256=str(qdq) if qdq else None,
-                                      sign_key=self.settings.sign_key)
+                made = BundleInputs(engine.result, self._record(engine), self.environment,
+                                    include_engine=self.settings.include_engine, golden_results=merged or None,
+                                    calibration_cache=calibration_cache, qdq_model_sha256=str(qdq) if qdq else None,
+                                    sign_key=self.settings.sign_key)
                 # an identical bundle (sidecar: same inputs, else same manifest) is not rewritten
-                info = write_bundle(inputs, self.settings.bundle_dir, reuse=True,
+                info = write_bundle(made, self.settings.bundle_dir, reuse=True,
                                     inputs_sha256=self._inputs_sha256(engine, path, merged, calibration_cache, qdq))
                 if self.settings.attest:
                     from pytest_trt.audit import sidecar
 
-                    self._attest(engine, info, sidecar.read_state(path), lambda: inputs)
+                    state = sidecar.read_state(path)
             if not engine.cached:
                 self._unsettled[str(path)] = (engine, calibration_cache, qdq)
+        if self.settings.attest:  # the statements are made from what the bundle was made of, or would be
+            self._attest(engine, info, state, lambda: made or BundleInputs(
+                engine.result, None, self.environment, include_engine=self.settings.include_engine,
+                golden_results={**(state.golden or {}), **golden} or None if state is not None else golden or None,
+                calibration_cache=calibration_cache, qdq_model_sha256=str(qdq) if qdq else None,
+                sign_key=self.settings.sign_key))
         self.written[key] = info
         self._bundled_tests[key] = set(golden)
         return info
@@ -311,18 +312,18 @@ class BundleRecorder:
         from pytest_trt.errors import TrtError
 
         verdict = "; ".join(str(v.get("verdict", "?")) for v in verdicts) or "not checked"
-        try:  # a cache hit's stored facts: the record itself is made only if the bundle needs it
-            facts: dict[str, Any] | None = engine.record_facts()
-        except Exception:  # noqa: BLE001 - a record the backend cannot parse must not lose the bundle
-            facts = None
-        fusions = facts["fusions"] if facts is not None else None
-        precisions = facts["precisions"] if facts is not None else None
         try:
             info: BundleInfo | None = self.bundle(engine)
             error = None
         except (OSError, TrtError, ValueError, ImportError) as exc:
             info, error = None, f"{type(exc).__name__}: {exc}"
             self.failures.append(f"{engine.label}: bundle not written ({error})")
+        try:  # a cache hit's stored facts (or the record the bundle needed, once made)
+            facts: dict[str, Any] | None = engine.record_facts()
+        except Exception:  # noqa: BLE001 - a record the backend cannot parse must not lose the bundle
+            facts = None
+        fusions = facts["fusions"] if facts is not None else None
+        precisions = facts["precisions"] if facts is not None else None
         return EngineAudit(engine.label, info, fusions, precisions, verdict, error)
 
 
@@ -351,7 +352,7 @@ def _result_identity(engine: Engine, *, settled: bool = False) -> str | None:
     if (not engine.cached and not settled) or engine.artifact_dir is None:
         return None
     try:
-        files = engine.result.verified_digests() if engine.cached else None  # checked on load: not read again
+        files = engine.result.verified_digests if engine.cached else None  # checked on load: not read again
         if files is None:
             files = json.loads((engine.artifact_dir / ENTRY_FILE).read_text(encoding="utf-8"))["files"]
         if not isinstance(files, dict) or files.get(ENGINE_FILE) != engine.result.engine_sha256:

@@ -222,7 +222,7 @@ def acquire_lock(lock_file: Path, *, what: str, timeout: float = LOCK_TIMEOUT_S)
         raise LockTimeout(
             f"could not lock {what} within {timeout:g} s: another process holds {lock_file}; "
             "if none does (a killed run), delete that file and run again",
-            what=what, lock_file=lock_file, timeout=timeout,
+            what=what, lock_file=str(lock_file), timeout=timeout,
         ) from None
     return lock
 

@@ -104,7 +104,7 @@ def audit_item(recorder: BundleRecorder, item: pytest.Item, record: ItemRecord, 
 
     audits = []
     for engine in record.engines:
-        mine = [v.to_dict() for v in record.verdicts_of(engine)]
+        mine = [v.to_dict() for v in record.golden if v.config_hash == engine.result.config_hash]
         if not mine and failure is not None:
             mine = [{"verdict": NOT_CHECKED, "test": item.nodeid, "config_hash": engine.result.config_hash,
                      "message": failure}]

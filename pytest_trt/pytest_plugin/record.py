@@ -101,5 +101,3 @@ class ItemRecord:
     def add_verdict(self, data: Mapping[str, Any]) -> None:
         self.golden.append(GoldenVerdict.from_mapping(data))
 
-    def verdicts_of(self, engine: Engine) -> list[GoldenVerdict]:
-        return [v for v in self.golden if v.config_hash == engine.result.config_hash]

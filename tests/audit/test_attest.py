@@ -318,3 +318,27 @@ def test_attest_verify_cli_exit_codes_and_messages(tmp_path, small_build, keys):
     assert "FAIL  provenance: config: the pinned config differs" in bad.stdout
     missing = _cli(str(tmp_path / "nothing.tar.gz"))
     assert missing.returncode == 3 and "no attestations beside the bundle" in missing.stderr
+
+
+def test_attestations_of_a_replaced_bundle_are_not_written(tmp_path, small_build):
+    """A writer on another thread or process replaced the bundle after these statements were made: they name the
+    old bytes, so nothing is written (the new bundle's writer attests its own) and the sidecar keeps its marker."""
+    from pytest_trt.audit import sidecar
+    from pytest_trt.audit.attest import prepare_attestations, store_attestations
+
+    result = _clocked(small_build)
+    first = BundleInputs(result, None, ENV, include_engine=False, golden_results=GOLDEN)
+    old = write_bundle(first, tmp_path)
+    prepared = prepare_attestations(old, first)
+    new = write_bundle(dataclasses.replace(first, golden_results={}), tmp_path)  # same name, other bytes
+    assert new.path == old.path and new.sha256 != old.sha256
+    assert store_attestations(old, prepared, {"bundle_sha256": old.sha256, "key": None}) is False
+    assert not attestation_path(old.path).exists() and not bom_path(old.path).exists()
+    state = sidecar.read_state(new.path)
+    assert state is not None and state.sha256 == new.sha256 and state.attested is None
+    # the statements of the bundle on disk are written, and the sidecar says so
+    marker = {"bundle_sha256": new.sha256, "key": None}
+    assert store_attestations(new, prepare_attestations(new, dataclasses.replace(first, golden_results={})), marker)
+    assert verify_attestations(new.path).ok
+    state = sidecar.read_state(new.path)
+    assert state is not None and state.attested == marker

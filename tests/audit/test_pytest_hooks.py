@@ -126,3 +126,39 @@ def test_hooks_module_imports_nothing_heavy():
             "print(sorted({'tensorrt', 'tensorrt_rtx', 'onnxruntime', 'h5py', 'cryptography'} & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+TWO_ENGINES = """
+import pytest
+from pytest_trt import BuildConfig, Profile
+from pytest_trt.pytest_plugin.session import session_of
+
+PROFILES = [Profile(input=((1, 3, 16, 16), (2, 3, 16, 16), (4, 3, 16, 16)))]
+CHECKED = BuildConfig(name="checked", version="1.0", onnx={onnx!r}, profiles=PROFILES)
+OTHER = BuildConfig(name="other", version="1.0", onnx={onnx!r}, profiles=PROFILES)
+
+@pytest.mark.trt(CHECKED)
+def test_two_engines(trt_engine, trt_build, request):
+    other = trt_build(OTHER)
+    assert other.result.config_hash != trt_engine.result.config_hash
+    session_of(request.config).record(request.node).add_verdict(
+        {{"config_hash": trt_engine.result.config_hash, "verdict": "pass", "l2_delta": 0.0}})
+"""
+
+
+@needs_rtx
+def test_a_verdict_goes_only_to_the_bundle_of_the_engine_it_checked(pytester, models):
+    """One test, two engines, a golden verdict for one of them: only that engine's bundle records it."""
+    from pytest_trt.audit.verify import verify_bundle
+
+    pytester.makepyfile(test_two=TWO_ENGINES.format(onnx=str(models["conv_bn_relu"])))
+    result = pytester.runpytest_subprocess(*HOOKS, "-rP")
+    result.assert_outcomes(passed=1)
+    bundles = {b.name.split("-v")[0]: b for b in (pytester.path / "trt-bundles").glob("*.tar.gz")}
+    assert sorted(bundles) == ["checked", "other"]
+    checked = verify_bundle(bundles["checked"]).golden or {}
+    other = verify_bundle(bundles["other"]).golden or {}
+    assert [v["verdict"] for v in checked.values()] == ["pass"]
+    assert other == {}
+    result.stdout.fnmatch_lines(["engine: checked v1.0 *", "*", "*", "*", "*", "  golden: pass",
+                                 "engine: other v1.0 *", "*", "*", "*", "*", "  golden: not checked"])

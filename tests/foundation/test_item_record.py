@@ -39,4 +39,4 @@ def test_verdicts_are_matched_to_their_engine() -> None:
     record.use(engine)  # type: ignore[arg-type]
     record.use(engine)  # type: ignore[arg-type]
     assert len(record.engines) == 1
-    assert [v.config_hash for v in record.verdicts_of(engine)] == ["abc"]  # type: ignore[arg-type]
+    assert [v.config_hash for v in record.golden] == ["abc", "other"]

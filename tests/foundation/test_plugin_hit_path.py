@@ -422,8 +422,8 @@ def test_a_cached_engine_is_identified_by_the_digests_it_was_checked_against(ent
     files = json.loads((copy.entry_dir(key) / ENTRY_FILE).read_text())["files"]
     expected = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()  # independent: the digest
     result = copy.load(key)
-    assert result is not None and result.verified_digests() == files
-    assert built.result.verified_digests() is None  # a build was never checked against an entry
+    assert result is not None and result.verified_digests == files
+    assert built.result.verified_digests is None  # a build was never checked against an entry
     engine = Engine(built.config, result, built.backend, artifact_dir=copy.entry_dir(key), cached=True)
     (copy.entry_dir(key) / ENTRY_FILE).unlink()  # read once, on load: the identity does not need it again
     assert _result_identity(engine) == expected
