@@ -159,7 +159,9 @@ RACE = textwrap.dedent(
     while time.time() < float(sys.argv[3]):
         time.sleep(0.001)
     e = p.get(cfg)
-    print(json.dumps({"status": p.events[0].status, "sha": e.result.engine_sha256}))
+    errors = p.flush()  # a cache entry that could not be written lets the other process build too: say why
+    print(json.dumps({"status": p.events[0].status, "sha": e.result.engine_sha256, "errors": errors,
+                      "key": p.key_for(cfg)}))
     """
 )
 
@@ -186,5 +188,5 @@ def test_two_processes_racing_on_one_key_build_once(tmp_path, config):
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
         outs.append(json.loads(out.strip().splitlines()[-1]))
-    assert sorted(o["status"] for o in outs) == ["built", "cached"]
+    assert sorted(o["status"] for o in outs) == ["built", "cached"], outs
     assert outs[0]["sha"] == outs[1]["sha"]
