@@ -321,7 +321,19 @@ class Catalog:
 
     # -- reading ----------------------------------------------------------------
     def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[dict[str, Any]]:
-        return [dict(r) for r in with_retries(lambda: self.conn.execute(sql, params).fetchall())]
+        """Every row of ``sql`` as a dict by column name (plain tuples zipped with the names: no ``sqlite3.Row``)."""
+        def run() -> tuple[list[str], list[tuple[Any, ...]]]:
+            cur = self.conn.cursor()
+            cur.row_factory = None
+            cur.execute(sql, params)
+            return [d[0] for d in cur.description or ()], cur.fetchall()
+
+        names, rows = with_retries(run)
+        first = [i for i, name in enumerate(names) if names.index(name) == i]  # a repeated name reads its first column
+        if len(first) < len(names):
+            names = [names[i] for i in first]
+            rows = [tuple(r[i] for i in first) for r in rows]
+        return [dict(zip(names, r, strict=True)) for r in rows]
 
     def find(self, sha_prefix: str) -> list[dict[str, Any]]:
         """Bundles whose bundle sha256 or engine sha256 starts with ``sha_prefix`` (hex, at least one digit)."""
