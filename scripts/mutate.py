@@ -46,6 +46,8 @@ _SIGNOFF = ("tests/golden/test_signed_approvals.py",)
 _CLI = ("tests/audit/test_cli_bad_inputs.py", "tests/test_cli.py")
 _STREAM = ("tests/golden/test_streaming_memory.py",)
 _PARSER_MEMORY = ("tests/buildlog/test_parser_memory.py",)
+_DETAILED_BRACKETS = ("tests/buildlog/test_buildlog_parser.py::"
+                      "test_detailed_line_brackets_nest_and_a_line_without_layer_type_is_unparsed")
 _ASSERTIONS = ("tests/buildlog/test_buildlog_assertions.py", "tests/buildlog/test_assertion_edges.py")
 _CACHE = ("tests/foundation/test_cache.py", "tests/foundation/test_cache_integrity.py")
 _CALIB_DATA = "pytest_trt/common/calibration_data.py"
@@ -162,6 +164,14 @@ MUTANTS = (
            "            return {}\n            aside = path.with_name(path.name + \".invalid\")",
            ("tests/audit/test_hostile_bundles.py::test_a_bad_file_at_the_bundle_path_is_set_aside_and_reported",),
            "a bad file at a bundle path is overwritten silently (evidence lost, nothing reported)"),
+    Mutant("detailed-close-at-first-closer", "pytest_trt/buildlog/listings.py",
+           "            if depth == 0:\n                return m.end()",
+           "            if depth <= 1:\n                return m.end()", (_DETAILED_BRACKETS,),
+           "a tensor name holding brackets ends its list early: tensors lost or misread"),
+    Mutant("detailed-line-without-layer-type-kept", "pytest_trt/buildlog/listings.py",
+           'return text.startswith("Name: ") and ", LayerType: " in text', 'return text.startswith("Name: ")',
+           (_DETAILED_BRACKETS,),
+           "a Name: line without LayerType is kept as a listing line (not counted as unparsed)"),
     # -- buildlog/assertions.py, buildlog/matching.py ---------------------------------------------------------------
     Mutant("assert-fused-any-group", "pytest_trt/buildlog/assertions.py",
            "            and all(set(g) & set(layer.origins) for g in groups)]",
@@ -274,6 +284,14 @@ MUTANTS = (
     Mutant("catalog-version-range", "pytest_trt/catalog/query.py", 'params += [v, v + ".", v + "/"]',
            'params += [v, v + ".", v + "."]', (_CATALOG_LINEAGE,),
            "--backend-version 8.6 no longer matches 8.6.1.6"),
+    Mutant("catalog-reader-not-mapped", "pytest_trt/catalog/database.py",
+           '            conn.execute(f"PRAGMA mmap_size = {READ_MMAP_BYTES}")\n', "",
+           (_CATALOG_PLANS + "::test_a_reader_maps_the_catalog_file",),
+           "a query reads every page through read() into a 2 MiB cache: per-row cost grows with the catalog"),
+    Mutant("catalog-rows-repeated-name-last", "pytest_trt/catalog/store.py",
+           "        if len(first) < len(names):", "        if False:",
+           (_CATALOG_PLANS + "::test_rows_read_a_repeated_column_name_as_sqlite_row_does",),
+           "a column name given twice reads the last column, unlike sqlite3.Row"),
     Mutant("catalog-lineage-not-kept-on-add", "pytest_trt/catalog/store.py",
            '        if added or before["path"] != entry.path:\n', '        if before["path"] != entry.path:\n',
            (_CATALOG_LINEAGE,), "a new bundle's verdicts are missing from --verdict and the verdicts column"),

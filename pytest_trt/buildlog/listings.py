@@ -91,17 +91,20 @@ _TACTIC_NAME_RE = re.compile(r"TacticName: (?P<v>.*?), (?:TacticValue|StreamId|M
 _TACTIC_VALUE_RE = re.compile(r"TacticValue: (?P<v>0x[0-9a-fA-F]+|-?\d+)")
 
 
-def _close(text: str, start: int, opener: str, closer: str) -> int:
+#: the brackets :func:`_close` counts, by the opening one: the regex engine skips every other character
+_BRACKETS = {"[": re.compile(r"[\[\]]"), "{": re.compile(r"[{}]")}
+
+
+def _close(text: str, start: int, opener: str) -> int:
     """Index just past the bracket matching ``text[start]`` (or len(text) when it never closes)."""
     depth = 0
-    for i in range(start, len(text)):
-        c = text[i]
-        if c == opener:
+    for m in _BRACKETS[opener].finditer(text, start):
+        if m.group() == opener:
             depth += 1
-        elif c == closer:
+        else:
             depth -= 1
             if depth == 0:
-                return i + 1
+                return m.end()
     return len(text)
 
 
@@ -110,12 +113,12 @@ def _tensor_list(text: str, key: str, pos: int = 0) -> tuple[tuple[TensorInfo, .
     if at < 0:
         return (), pos
     start = at + len(key) + 2
-    end = _close(text, start, "[", "]")
+    end = _close(text, start, "[")
     body = text[start + 1 : end - 1]
     out: list[TensorInfo] = []
     i = body.find("{")
     while i >= 0:
-        j = _close(body, i, "{", "}")
+        j = _close(body, i, "{")
         m = _OBJ_RE.match(body[i + 1 : j - 1].strip())
         if m is not None:
             rest = m["rest"]
@@ -130,13 +133,16 @@ def _tensor_list(text: str, key: str, pos: int = 0) -> tuple[tuple[TensorInfo, .
     return tuple(out), end
 
 
+def is_detailed_line(text: str) -> bool:
+    """Whether :func:`parse_detailed_line` reads ``text`` (without parsing its tensors)."""
+    return text.startswith("Name: ") and ", LayerType: " in text
+
+
 def parse_detailed_line(text: str) -> dict[str, Any] | None:
     """``Name: n, LayerType: t, Inputs: [...], ..., Metadata: m`` -> the fields of a layer-JSON object."""
-    if not text.startswith("Name: "):
+    if not is_detailed_line(text):
         return None
     lt = text.find(", LayerType: ")
-    if lt < 0:
-        return None
     name = text[6:lt]
     type_end = text.find(",", lt + 13)
     ltype = text[lt + 13 : type_end if type_end >= 0 else len(text)].strip()
@@ -246,16 +252,18 @@ def assign_subgraphs(layers: list[Layer], subgraphs: dict[str, tuple[str, ...]])
     return out
 
 
-def listing_layers(detailed: list[dict[str, Any]], eli: list[str], subgraphs: dict[str, tuple[str, ...]],
+def listing_layers(detailed: list[str], eli: list[str], subgraphs: dict[str, tuple[str, ...]],
                    onnx: OnnxIndex | None) -> tuple[tuple[Layer, ...], bool]:
     """The layers of a log's last listing, and whether all their origins are exact.
 
-    ``detailed``: parsed DETAILED entries (exact origins, preferred); else ``eli``: Engine Layer Information
-    lines, kept as text and parsed only here.
+    ``detailed``: DETAILED lines (exact origins, preferred); else ``eli``: Engine Layer Information lines.
+    Both are kept as text by the parser (a log of repeated builds lists its layers many times) and parsed only here.
     """
     built: list[tuple[Layer, bool]] = []
     if detailed:
-        for p in detailed:
+        for line in detailed:
+            p = parse_detailed_line(line)
+            assert p is not None  # the parser keeps only lines is_detailed_line accepts
             built.append(make_layer(name=p["name"], layer_type=p["type"], inputs=p["inputs"], outputs=p["outputs"],
                                     tactic=p["tactic_value"] or p["tactic"], metadata=p["metadata"],
                                     subgraphs=subgraphs, onnx=onnx))

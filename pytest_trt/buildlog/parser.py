@@ -28,7 +28,7 @@ import pytest_trt.buildlog.dialects as d
 
 from ..errors import LogParseError
 from .chunks import scan_chunks, universal_newlines
-from .listings import ELI_RE, listing_layers, metadata_origins, parse_detailed_line, parse_eli_line
+from .listings import ELI_RE, is_detailed_line, listing_layers, metadata_origins, parse_eli_line
 from .names import OnnxIndex, origins_from_name
 from .parts import FusionEvent, Memory, Message, Subgraph
 from .record import BuildRecord
@@ -54,10 +54,11 @@ class LogParser:
         self.total = 0
         self.unparsed = 0
         self.block: str | None = None
-        #: ``Engine Layer Information`` lines, kept as text: a log of repeated builds lists its layers many
-        #: times and only the last listing survives, so tensors are parsed once, by :func:`.listings.listing_layers`
+        #: ``Engine Layer Information`` and DETAILED listing lines, kept as text: a log of repeated builds lists its
+        #: layers many times and only the last listing survives, so tensors are parsed once, by
+        #: :func:`.listings.listing_layers`
         self.eli: list[str] = []
-        self.detailed: list[dict[str, Any]] = []
+        self.detailed: list[str] = []
         self.bindings: list[str] = []
         self.subgraphs: dict[str, tuple[str, ...]] = {}
         self.fusions: list[FusionEvent] = []
@@ -358,10 +359,9 @@ class LogParser:
         return True
 
     def _detailed_line(self, text: str) -> bool:
-        parsed = parse_detailed_line(text)
-        if parsed is None:
+        if not is_detailed_line(text):  # what parse_detailed_line requires, without parsing the tensors yet
             return False
-        self.detailed.append(parsed)
+        self.detailed.append(text)
         self.block = "detailed"
         return True
 

@@ -264,6 +264,13 @@ def check_catalog(conn: sqlite3.Connection, path: Path, *, read_only: bool) -> N
                            f"'pytest-trt catalog add trt-bundles --db {path}' (needs write access)", path=str(path))
 
 
+#: how much of the catalog file a reader maps into memory: a query that returns many rows reads them in index order,
+#: from pages all over the file; mapped, each row is read in place instead of through a ``read`` call and a copy into
+#: SQLite's 2 MiB page cache (which a catalog of 100,000 bundles overflows many times).  The catalog is never
+#: truncated (no VACUUM), the case where a mapped read would fail.
+READ_MMAP_BYTES = 1 << 30
+
+
 def _connect_read_only(path: Path) -> sqlite3.Connection:
     """``mode=ro``, or ``immutable=1`` where that would create files another user owns or SQLite cannot share.
 
@@ -282,6 +289,7 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
         try:
             conn.row_factory = sqlite3.Row
             check_catalog(conn, path, read_only=True)
+            conn.execute(f"PRAGMA mmap_size = {READ_MMAP_BYTES}")
         except sqlite3.OperationalError as exc:
             conn.close()
             text = str(exc).lower()

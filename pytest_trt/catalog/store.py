@@ -321,7 +321,21 @@ class Catalog:
 
     # -- reading ----------------------------------------------------------------
     def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[dict[str, Any]]:
-        return [dict(r) for r in with_retries(lambda: self.conn.execute(sql, params).fetchall())]
+        """Every row of ``sql`` as a dict by column name, as ``dict(sqlite3.Row)`` gives it (a name that two columns
+        carry reads the first).  Each plain tuple is zipped with the names as it is read: no list of tuples or of
+        ``sqlite3.Row`` is held beside the dicts."""
+        def run() -> list[dict[str, Any]]:
+            cur = self.conn.cursor()
+            cur.row_factory = None
+            cur.execute(sql, params)
+            names = [d[0] for d in cur.description or ()]
+            first = [i for i, name in enumerate(names) if names.index(name) == i]
+            if len(first) < len(names):
+                kept = [names[i] for i in first]
+                return [dict(zip(kept, (r[i] for i in first), strict=True)) for r in cur]
+            return [dict(zip(names, r, strict=True)) for r in cur]
+
+        return with_retries(run)
 
     def find(self, sha_prefix: str) -> list[dict[str, Any]]:
         """Bundles whose bundle sha256 or engine sha256 starts with ``sha_prefix`` (hex, at least one digit)."""

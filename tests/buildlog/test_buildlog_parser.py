@@ -124,6 +124,19 @@ def test_detailed_listing_rtx17_fields_and_separators() -> None:
     assert record.bindings == ("input",) and record.unparsed_lines == 0 and record.origins_exact
 
 
+def test_detailed_line_brackets_nest_and_a_line_without_layer_type_is_unparsed() -> None:
+    # tensor names holding brackets of both kinds: each list and object ends at its own closing bracket
+    kernel = ("Name: k1, LayerType: kgen, Inputs: [ { Name: x[0]{a}, Dimensions: [1,2], Format/Datatype: Half }, "
+              "{ Name: y, Dimensions: [3], Format/Datatype: Float }], Outputs: [ { Name: z, Dimensions: [4,5], "
+              "Format/Datatype: Half }], TacticName: t1, TacticValue: 0x1, StreamId: 0, Metadata: ")
+    record = parse_lines(["[V] [TRT] Layers:", kernel, "Name: k2", "[V] [TRT] Layers:", kernel.replace("k1", "k3")])
+    (layer,) = record.layers  # the second listing replaced the first
+    assert layer.name == "k3" and layer.type == "kgen" and layer.tactic == "0x1" and layer.precision == "Half"
+    assert [(t.name, t.dims, t.dtype) for t in layer.inputs] == [("x[0]{a}", (1, 2), "Half"), ("y", (3,), "Float")]
+    assert [(t.name, t.dims) for t in layer.outputs] == [("z", (4, 5))]
+    assert record.unparsed_lines == 1  # "Name: k2": no LayerType
+
+
 @pytest.mark.parametrize("sep", ["\x1e", "\x1f", ""])
 def test_metadata_separators(sep: str) -> None:
     line = (f"[V] [TRT] ForeignNode {{ForeignNode[a...c]}} metadata: [ONNX Layer: a]{sep}[ONNX Layer: b]{sep}"

@@ -12,6 +12,7 @@ import hashlib
 import itertools
 import json
 import re
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -136,3 +137,33 @@ def test_a_migrated_catalog_has_the_same_plans(tmp_path, monkeypatch):
         for sql, params in _statements(cat, monkeypatch, lambda: query(cat, f)):
             assert not [line for line in _plan(cat, sql, params) if line.startswith("SCAN b")]
     assert Path(db).exists()
+
+
+def test_a_reader_maps_the_catalog_file(tmp_path: Path) -> None:
+    """A query over many rows reads them in index order from pages all over the file: the read-only connection
+    maps the file (the kernel's own list of this process's mappings names it) instead of copying page by page."""
+    maps = Path("/proc/self/maps")
+    if not maps.exists():
+        pytest.skip("no /proc/self/maps on this system")
+    with Catalog(tmp_path / "c.sqlite") as writer:  # closed: its rows are checkpointed into the file itself
+        writer.add_entries(synthetic_entries(300))
+    path = str((tmp_path / "c.sqlite").resolve())
+    reader = Catalog(tmp_path / "c.sqlite", read_only=True)
+    try:
+        rows = query(reader, Filters(include_all=True))
+        assert len(rows) == 300
+        assert any(line.rstrip().endswith(" " + path) for line in maps.read_text().splitlines())
+    finally:
+        reader.close()
+    assert not any(line.rstrip().endswith(" " + path) for line in maps.read_text().splitlines()), "unmapped on close"
+
+
+def test_rows_read_a_repeated_column_name_as_sqlite_row_does(catalog: Catalog) -> None:
+    """``Catalog.rows`` gives the dicts ``sqlite3.Row`` would: a name that two columns carry reads the first."""
+    sql = "SELECT sha256 AS a, path AS a, created AS b, sha256 FROM bundles ORDER BY created, sha256 LIMIT 3"
+    plain = sqlite3.connect(catalog.path)
+    plain.row_factory = sqlite3.Row
+    expected = [{k: r[k] for k in r.keys()} for r in plain.execute(sql)]
+    plain.close()
+    assert [list(r) for r in expected] == [["a", "b", "sha256"]] * 3
+    assert catalog.rows(sql) == expected
