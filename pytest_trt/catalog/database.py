@@ -237,9 +237,13 @@ INTERNAL_COLUMNS = ("device_id", "lineage_verdicts", "lineage_approvals", "mtime
                     "members_sha256")
 
 
-def _tables(conn: sqlite3.Connection) -> set[str]:
-    return {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-            if not str(r[0]).startswith("sqlite_")}
+def _version_and_tables(conn: sqlite3.Connection) -> tuple[int, set[str]]:
+    """The schema version and the tables, read in one statement: one snapshot, so a writer that creates the tables
+    and sets the version in one transaction is never seen half done (tables, version 0)."""
+    version, names = conn.execute("SELECT (SELECT user_version FROM pragma_user_version), "
+                                  "(SELECT group_concat(name, char(31)) FROM sqlite_master WHERE type = 'table')"
+                                  ).fetchone()
+    return int(version), {t for t in str(names or "").split("\x1f") if t and not t.startswith("sqlite_")}
 
 
 def check_catalog(conn: sqlite3.Connection, path: Path, *, read_only: bool) -> None:
@@ -247,8 +251,7 @@ def check_catalog(conn: sqlite3.Connection, path: Path, *, read_only: bool) -> N
 
     A writer may migrate an older catalog; a reader only reads one at :data:`SCHEMA_VERSION`.
     """
-    version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-    tables = _tables(conn)
+    version, tables = _version_and_tables(conn)
     if version > SCHEMA_VERSION:
         raise CatalogError(f"{path}: catalog schema version {version} is newer than this pytest-trt reads "
                            f"({SCHEMA_VERSION}); upgrade pytest-trt to use it", path=str(path))
