@@ -443,7 +443,8 @@ MUTANTS = (
            ("tests/golden/test_golden_prefetch.py",),
            "a block read in pieces is vouched for by its first piece: damage later in the block reaches h5py"),
     Mutant("golden-file-digest-not-waited", "pytest_trt/golden/blocks.py",
-           "                done.result()  # the buffer is read again only once the file's digest has taken this block\n",
+           "                done.result()  # the buffer is read again only once the file's digest has taken"
+           " this block\n",
            "                pass\n",
            ("tests/golden/test_streaming_memory.py",),
            "the next block is read into the buffer while the file's digest still hashes it: the approval logs a "
