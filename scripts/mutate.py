@@ -182,6 +182,10 @@ MUTANTS = (
            "    if layers and not wrong:", "    if layers:",
            _ASSERTIONS, "assert_precision passes with a layer in another dtype"),
     # -- monitor/: the gray-release alert ---------------------------------------------------------------------------
+    Mutant("monitor-total-drops-a-sample", "pytest_trt/monitor/runtime.py",
+           "        self.sums += values.sum(axis=1)\n", "        self.sums += values[:, 1:].sum(axis=1)\n",
+           ("tests/monitor/test_monitor_runtime.py",),
+           "the since-start totals (the Prometheus histograms' sums) leave out the first sample of every batch"),
     Mutant("monitor-no-hysteresis", "pytest_trt/monitor/runtime.py",
            "            if worst < self.policy.clear_sd:", "            if worst <= self.policy.alert_sd:",
            ("tests/monitor/test_monitor_runtime.py", "tests/monitor/test_monitor_spec_cli.py"),
