@@ -27,7 +27,8 @@ run as they do in a user's test.
    rotating the order every round; medians, target <= 1.05.
 
 3. ``--sizes 0.1,1,4,16`` (GiB of (N, 1000) logits; the default runs 1 above, this replaces it): per size an
-   approved save and a check, each in a fresh pytest process.  Printed against the targets:
+   approved save and a check, each in a fresh pytest process, ``--rounds`` times (each round takes every size
+   once); medians of the ratios over the rounds.  Printed against the targets:
 
    - the check's memory: the high-water mark of the process RSS above its RSS when ``check()`` starts
      (``/proc/self/clear_refs`` resets ``VmHWM`` there), and its growth from the smallest to the largest size
@@ -37,8 +38,12 @@ run as they do in a user's test.
    - throughput against a floor in the same process, right after the check: the golden output read from the
      HDF5 file in 32 MiB slabs with h5py, the engine's batches for each slab, ``d = (o - g)`` in float64 and
      ``d @ d`` (numpy read + L2 as written plainly; one BLAS thread in both).  check / floor in GB per CPU
-     second and per wall second, target >= 0.5; and, for information, against the same floor with its
-     buffers reused from slab to slab (no fresh pages).
+     second and per wall second, target >= 0.5 per CPU second; and, for information, against the same floor
+     with its buffers reused from slab to slab (no fresh pages).  The check's CPU is split into its main
+     thread and the other threads (the golden's blocks checked against their approved sha256).
+
+``BENCH_PROFILE=PATH`` (not a figure) writes cProfile stats of the main thread of each save and check to
+``PATH.save`` and ``PATH.check``.
 
 Each ratio is printed next to its target.  The temporary folder is removed at
 exit (``BENCH_DIR`` chooses where it is made).
@@ -220,20 +225,23 @@ def pool_round(trt_golden: Any) -> None:
     reset = _reset_hwm()
     rss0 = _status_kib("VmRSS")
     t0, c0, r0 = time.perf_counter(), time.process_time(), resource.getrusage(resource.RUSAGE_SELF)
-    if os.environ.get("BENCH_PROFILE") and not update:  # where the check's time goes (not a figure)
+    m0 = resource.getrusage(resource.RUSAGE_THREAD)
+    if os.environ.get("BENCH_PROFILE"):  # where the save's or check's time goes (not a figure): PATH.save / .check
         import cProfile
 
         with cProfile.Profile() as prof:
             result = trt_golden.check(engine, batch_size=batch, **kwargs)
-        prof.dump_stats(os.environ["BENCH_PROFILE"])
+        prof.dump_stats(f"{os.environ['BENCH_PROFILE']}.{'save' if update else 'check'}")
     else:
         result = trt_golden.check(engine, batch_size=batch, **kwargs)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    r1, m1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_THREAD)
+    main_cpu = (m1.ru_utime - m0.ru_utime) + (m1.ru_stime - m0.ru_stime)
     size = samples * row
     out: dict[str, Any] = {"bytes": size, "samples": samples, "seconds": seconds, "gb_per_s": size / seconds / 1e9,
                            "cpu_s": cpu, "user_s": r1.ru_utime - r0.ru_utime, "sys_s": r1.ru_stime - r0.ru_stime,
                            "gb_per_cpu_s": size / cpu / 1e9, "peak_rss_mib": _peak_rss_mib(),
+                           "main_thread_cpu_s": main_cpu, "other_threads_cpu_s": cpu - main_cpu,
                            "hwm_above_start_mib": (_status_kib("VmHWM") - rss0) / 1024 if reset else None}
     if update:
         out["file_bytes"] = result.path.stat().st_size
@@ -291,49 +299,66 @@ def bench_1gib(folder: Path, gib: float, rounds: int) -> None:
         shutil.rmtree(folder / "golden", ignore_errors=True)
 
 
-def bench_sizes(folder: Path, sizes: list[float]) -> None:
-    """Save and check of (N, 1000) logits at each size: check memory growth, save linearity, check vs floor."""
+def bench_sizes(folder: Path, sizes: list[float], rounds: int) -> None:
+    """Save and check of (N, 1000) logits at each size, ``rounds`` times: check memory growth, save linearity,
+    check vs floor; medians of the ratios over the rounds."""
     kind = "logits"
     (folder / f"{kind}.onnx").write_bytes(b"benchmark stand-in")
-    rows = []
+    # one BLAS thread: the floor's d @ d would otherwise count idle BLAS threads' spinning as CPU
+    blas = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    runs: dict[float, list[tuple[dict[str, Any], dict[str, Any], float]]] = {gib: [] for gib in sizes}
+    for r in range(rounds):
+        for gib in sizes:  # every size once per round: load changes spread over all sizes alike
+            env = {"BENCH_KIND": kind, "BENCH_GIB": str(gib), "BENCH_FLOOR": "1", **blas}
+            shutil.rmtree(folder / "golden", ignore_errors=True)
+            save = _pytest(folder, "test_bench_pool.py", POOL_TEST, UPDATE_ARGS, env)
+            check = _pytest(folder, "test_bench_pool.py", POOL_TEST, [], env)
+            shutil.rmtree(folder / "golden", ignore_errors=True)
+            load = os.getloadavg()[0]
+            runs[gib].append((save, check, load))
+            size = check["bytes"]
+            hwm = check["hwm_above_start_mib"]
+            print(f"round {r + 1}: logits {gib:g} GiB ({check['samples']:,} samples; load {load:.1f}):"
+                  f" save {save['seconds']:.1f} s (user {save['user_s']:.2f} + sys {save['sys_s']:.2f} s),"
+                  f" check {check['seconds']:.2f} s / {check['cpu_s']:.2f} CPU-s (main thread"
+                  f" {check['main_thread_cpu_s']:.2f}, other threads: the blocks' sha256"
+                  f" {check['other_threads_cpu_s']:.2f}),"
+                  f" check RSS high-water above its start {'n/a' if hwm is None else f'{hwm:.1f} MiB'},"
+                  f" process peak {check['peak_rss_mib']:.0f} MiB", flush=True)
+            print(f"  check vs floor (numpy: h5py 32 MiB slabs, (o - g).astype(float64), d @ d; same process, after"
+                  f" the check): per CPU-s {size / check['cpu_s'] / 1e9:.2f} vs {size / check['floor_cpu_s'] / 1e9:.2f}"
+                  f" GB/s = {check['floor_cpu_s'] / check['cpu_s']:.2f},"
+                  f" wall {check['floor_s'] / check['seconds']:.2f};"
+                  f" tuned floor (buffers reused) {check['tuned_floor_cpu_s'] / check['cpu_s']:.2f}"
+                  f"   (|o - g| check {check['check_l2_norm']:.6g}, floor {check['floor_l2_norm']:.6g})", flush=True)
+    med = statistics.median
+    print(f"medians of {rounds} round(s):")
     for gib in sizes:
-        # one BLAS thread: the floor's d @ d would otherwise count idle BLAS threads' spinning as CPU
-        env = {"BENCH_KIND": kind, "BENCH_GIB": str(gib), "BENCH_FLOOR": "1", "OPENBLAS_NUM_THREADS": "1",
-               "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        shutil.rmtree(folder / "golden", ignore_errors=True)
-        save = _pytest(folder, "test_bench_pool.py", POOL_TEST, UPDATE_ARGS, env)
-        check = _pytest(folder, "test_bench_pool.py", POOL_TEST, [], env)
-        shutil.rmtree(folder / "golden", ignore_errors=True)
-        rows.append((gib, save, check))
-        size = check["bytes"]
-        cpu_ratio = (size / check["cpu_s"]) / (size / check["floor_cpu_s"])
-        wall_ratio = (size / check["seconds"]) / (size / check["floor_s"])
-        hwm = check["hwm_above_start_mib"]
-        print(f"logits {gib:g} GiB ({check['samples']:,} samples; load {os.getloadavg()[0]:.1f}):"
-              f" save {save['seconds']:.1f} s (user {save['user_s']:.2f} + sys {save['sys_s']:.2f} s),"
-              f" check {check['seconds']:.1f} s / {check['cpu_s']:.1f} CPU-s,"
-              f" check RSS high-water above its start {'n/a' if hwm is None else f'{hwm:.1f} MiB'},"
-              f" process peak {check['peak_rss_mib']:.0f} MiB", flush=True)
-        print(f"  check vs floor (numpy: h5py 32 MiB slabs, (o - g).astype(float64), d @ d; same process, after the"
-              f" check): per CPU-s {size / check['cpu_s'] / 1e9:.2f} vs {size / check['floor_cpu_s'] / 1e9:.2f} GB/s ="
-              f" {cpu_ratio:.2f}, wall {wall_ratio:.2f}   target >= 0.5   {'MET' if cpu_ratio >= 0.5 else 'NOT MET'}"
-              f"   (|o - g| check {check['check_l2_norm']:.6g}, floor {check['floor_l2_norm']:.6g})", flush=True)
-        tuned = check["tuned_floor_cpu_s"]
-        print(f"  check vs tuned floor (buffers reused): per CPU-s {size / tuned / 1e9:.2f} GB/s ="
-              f" {tuned / check['cpu_s']:.2f}, wall {check['tuned_floor_s'] / check['seconds']:.2f}", flush=True)
-    hwms = [c["hwm_above_start_mib"] for _, _, c in rows]
-    if len(rows) > 1 and None not in hwms:
-        growth = hwms[-1] - hwms[0]
-        print(f"check memory growth {sizes[0]:g} -> {sizes[-1]:g} GiB: {growth:+.1f} MiB   target < 8 MiB   "
+        rs = runs[gib]
+        cpu = med(c["floor_cpu_s"] / c["cpu_s"] for _, c, _ in rs)
+        wall = med(c["floor_s"] / c["seconds"] for _, c, _ in rs)
+        loads = [f"{x:.1f}" for _, _, x in rs]
+        print(f"  check / floor at {gib:g} GiB: per CPU-s {cpu:.2f}, per wall-s {wall:.2f}   target >= 0.5 (CPU)   "
+              f"{'MET' if cpu >= 0.5 else 'NOT MET'}   (load {', '.join(loads)})")
+    hwms = [c["hwm_above_start_mib"] for _, c, _ in runs[sizes[-1]] + runs[sizes[0]]]
+    if len(sizes) > 1 and None not in hwms:
+        growth = max(c["hwm_above_start_mib"] for _, c, _ in runs[sizes[-1]]) - \
+            min(c["hwm_above_start_mib"] for _, c, _ in runs[sizes[0]])
+        print(f"  check memory growth {sizes[0]:g} -> {sizes[-1]:g} GiB: {growth:+.1f} MiB   target < 8 MiB   "
               f"{'MET' if growth < 8 else 'NOT MET'}")
-    for (ga, sa, _), (gb, sb, _) in zip(rows, rows[1:], strict=False):
+    for ga, gb in zip(sizes, sizes[1:], strict=False):
         limit = gb / ga * 1.1
-        cpu_a, cpu_b = sa["user_s"] + sa["sys_s"], sb["user_s"] + sb["sys_s"]
-        ratio = cpu_b / cpu_a
-        print(f"save CPU {gb:g} GiB / {ga:g} GiB: {ratio:.2f}x (user {sb['user_s'] / sa['user_s']:.2f}x, "
-              f"sys {sb['sys_s'] / max(sa['sys_s'], 1e-9):.2f}x; wall {sb['seconds'] / sa['seconds']:.2f}x)   "
-              f"target <= {limit:.2f}   {'MET' if ratio <= limit else 'NOT MET'}")
-    print("  " + json.dumps([{"gib": g, "save": s, "check": c} for g, s, c in rows]))
+        pairs = list(zip(runs[ga], runs[gb], strict=True))  # the same round: measured minutes apart
+
+        def ratio(key: str, pairs: Any = pairs) -> float:
+            return float(med(sum(b[k] for k in key.split("+")) / max(sum(a[k] for k in key.split("+")), 1e-9)
+                             for (a, _, _), (b, _, _) in pairs))
+        cpu_ratio = ratio("user_s+sys_s")
+        print(f"  save CPU {gb:g} GiB / {ga:g} GiB: {cpu_ratio:.2f}x (user {ratio('user_s'):.2f}x, sys"
+              f" {ratio('sys_s'):.2f}x; wall {ratio('seconds'):.2f}x)   target <= {limit:.2f}   "
+              f"{'MET' if cpu_ratio <= limit else 'NOT MET'}")
+    print("  " + json.dumps([{"gib": g, "round": i + 1, "load": x, "save": s, "check": c}
+                             for g in sizes for i, (s, c, x) in enumerate(runs[g])]))
 
 
 def incident_config() -> BuildConfig:
@@ -431,7 +456,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR"), prefix="bench_golden_") as tmp:
         if args.sizes:
-            bench_sizes(Path(tmp), [float(x) for x in args.sizes.split(",")])
+            bench_sizes(Path(tmp), [float(x) for x in args.sizes.split(",")], args.rounds)
         elif not args.incident_only:
             bench_1gib(Path(tmp), args.gib, args.rounds)
         if args.incident or args.incident_only:

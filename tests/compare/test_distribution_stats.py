@@ -99,3 +99,22 @@ def test_top1_is_the_first_maximum() -> None:
     x = np.array([[2.0, 5.0, 5.0, 1.0], [9.0, 0.0, 1.0, 2.0], [0.0, 0.0, 0.0, 3.0]], np.float32)
     _, top = per_sample_top1(x, logits=True)
     assert top.tolist() == [1, 0, 3] and top.dtype == np.int64
+
+
+@pytest.mark.parametrize("vecdot", [True, False], ids=["vecdot", "einsum"])
+def test_row_dots_are_float32_dot_products_within_their_rounding_bound(monkeypatch: pytest.MonkeyPatch,
+                                                                      vecdot: bool) -> None:
+    from pytest_trt.compare import distribution
+
+    if not vecdot:
+        monkeypatch.setattr(distribution, "_VECDOT", None)
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((64, 1000)).astype(np.float32)
+    b = np.exp(rng.standard_normal((64, 1000))).astype(np.float32)
+    got = distribution.row_dots(a, b)
+    exact = (a.astype(np.float64) * b.astype(np.float64)).sum(axis=1)  # products of float32 are exact in float64
+    # recursive float32 summation of n products: |error| <= n * 2**-24 * sum |a b| (Higham, 3.1)
+    bound = 1000 * 2.0**-24 * (np.abs(a.astype(np.float64)) * b).sum(axis=1)
+    assert got.shape == (64,)
+    assert np.all(np.abs(got.astype(np.float64) - exact) <= bound)
+    assert not np.allclose(got, (a * a).sum(axis=1), rtol=1e-3)  # not the other operand's squares

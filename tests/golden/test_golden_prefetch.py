@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -253,3 +254,36 @@ def test_golden_whose_size_or_log_line_differs_is_hashed_whole(blocked: Path) ->
         fh.write(b"x")
     with pytest.raises(GoldenCorrupt, match="does not match its approved digest"):
         integrity.open_checked(blocked)
+
+
+@pytest.mark.parametrize("early", [True, False], ids=["on-another-core", "as-read"])
+def test_block_read_in_pieces_is_hashed_whole_and_damage_in_its_last_piece_fails(
+        blocked: Path, monkeypatch: pytest.MonkeyPatch, early: bool) -> None:
+    monkeypatch.setattr(blocks, "READ_BYTES", 1000)  # each 4096-byte block read in 5 pieces into one buffer
+    clean = blocked.read_bytes()
+    _flip(blocked, 6 * BLOCK + 4090)
+    if early:
+        assert integrity.prefetch(blocked)
+    else:
+        monkeypatch.setattr(blocks.BlockVerifier, "start", lambda self: True)
+    verifier = _opened(blocked)
+    try:
+        if not early:  # (the thread may have reached block 6 before a read: then every read fails)
+            assert verifier.reader().read(6 * BLOCK) == clean[: 6 * BLOCK]  # blocks 0-5 match their sha256
+        with pytest.raises(GoldenCorrupt, match=f"for bytes {6 * BLOCK}-{7 * BLOCK}"):
+            verifier.finish()
+    finally:
+        verifier.close()
+
+
+def test_block_of_a_file_cut_short_after_it_was_opened_fails(blocked: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(blocks, "READ_BYTES", 1000)
+    monkeypatch.setattr(blocks.BlockVerifier, "start", lambda self: True)
+    verifier = _opened(blocked)
+    try:
+        os.truncate(blocked, 8 * BLOCK + 2500)  # block 8 ends inside its third piece, block 9 is gone
+        assert verifier.reader().read(8 * BLOCK) == blocked.read_bytes()[: 8 * BLOCK]
+        with pytest.raises(GoldenCorrupt, match=f"for bytes {8 * BLOCK}-"):
+            verifier.finish()
+    finally:
+        verifier.close()

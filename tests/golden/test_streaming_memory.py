@@ -182,6 +182,19 @@ def test_check_memory_does_not_grow_with_samples(pytester: pytest.Pytester) -> N
     assert growth < 2 << 20, f"check peak grew {growth / 2**20:.1f} MiB for 180,000 more samples ({peaks})"
 
 
+def test_file_digest_and_block_digests_of_many_large_blocks_equal_hashlib(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_trt.golden import blocks
+
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", 1 << 16)  # hashlib lets go of the GIL: both digests run at once
+    data = np.random.default_rng(1).integers(0, 256, 40 * (1 << 16) + 123, dtype=np.uint8).tobytes()
+    (tmp_path / "f.h5").write_bytes(data)
+    whole, logged = blocks.file_digests(tmp_path / "f.h5")
+    assert whole == hashlib.sha256(data).hexdigest()
+    assert logged["sha256"] == [hashlib.sha256(data[i : i + (1 << 16)]).hexdigest()
+                                for i in range(0, len(data), 1 << 16)]
+
+
 def test_file_block_digests_equal_hashlib_over_the_blocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from pytest_trt.golden import blocks
 

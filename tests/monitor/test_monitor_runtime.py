@@ -93,7 +93,9 @@ def test_window_drift_matches_the_definition() -> None:
         assert st.drift_sd == pytest.approx((w[st.stat].mean() - r.mean) / unit, rel=1e-5, abs=1e-6)
         unit_cur = max(r.sd * np.sqrt(1 + 2000 / 200), r.floor)
         assert st.current_drift_sd == pytest.approx((cur[st.stat].mean() - r.mean) / unit_cur, rel=1e-5, abs=1e-6)
-        assert st.total == pytest.approx(float(softmax_stats(served)[st.stat].sum()), rel=1e-9)
+        # each sample's statistic is float32 arithmetic, within 2e-6 of the float64 form (test_distribution_stats):
+        # their sum over n samples is within n * 2e-6 of the float64 sum
+        assert st.total == pytest.approx(float(softmax_stats(served)[st.stat].sum()), abs=served.shape[0] * 2e-6)
     # lower confidence: negative confidence and margin drift, positive entropy drift
     d = {st.stat: st.drift_sd for st in s.stats}
     assert d["max_confidence"] < -2 and d["top2_margin"] < -2 and d["entropy"] > 2
