@@ -28,16 +28,19 @@ def rtx():
     return TensorRTBackend("tensorrt_rtx")
 
 
-def _bare_build_noise(onnx_path) -> list[str]:
-    """WARNING/ERROR lines of the same build by a bare tensorrt_rtx builder: what the backend itself says."""
-    import tensorrt_rtx as trt
+NOISE = """
+import json, sys
+import tensorrt_rtx as trt
+from pytest_trt import BuildConfig, Profile
 
+onnx, mode, extra = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+if mode == "bare":  # the same build by a bare tensorrt_rtx builder: what the backend itself says
     class Capture(trt.ILogger):
-        def __init__(self) -> None:
+        def __init__(self):
             trt.ILogger.__init__(self)
-            self.lines: list[str] = []
+            self.lines = []
 
-        def log(self, severity, msg) -> None:
+        def log(self, severity, msg):
             if severity not in (trt.ILogger.Severity.VERBOSE, trt.ILogger.Severity.INFO):
                 self.lines.append(msg)
 
@@ -45,13 +48,38 @@ def _bare_build_noise(onnx_path) -> list[str]:
     builder = trt.Builder(logger)
     network = builder.create_network(0)
     parser = trt.OnnxParser(network, logger)
-    assert parser.parse_from_file(str(onnx_path))
+    assert parser.parse_from_file(onnx)
     config = builder.create_builder_config()
     profile = builder.create_optimization_profile()
     profile.set_shape("input", (1, 3, 32, 32), (8, 3, 32, 32), (32, 3, 32, 32))
     config.add_optimization_profile(profile)
     assert builder.build_serialized_network(network, config) is not None
-    return logger.lines
+    noisy = logger.lines
+else:
+    from pytest_trt.backends.tensorrt import TensorRTBackend
+
+    pin = dict(name="mobilenet_v2", version="1.0.0", precision="fp32", builder_optimization_level=3,
+               profiles=[Profile(input=((1, 3, 32, 32), (8, 3, 32, 32), (32, 3, 32, 32)))],
+               memory_pool_limits={"workspace": "1GiB"})
+    result = TensorRTBackend("tensorrt_rtx").build_config(BuildConfig(onnx=onnx, **pin, **extra))
+    noisy = [e.text for e in result.log if e.severity not in ("VERBOSE", "INFO")]
+print(json.dumps(noisy))
+"""
+
+
+def _noise(onnx_path, mode: str, extra: dict) -> list[str]:
+    """WARNING/ERROR lines of one build in a fresh process: TensorRT's logger is process-wide, and a builder or
+    runtime another test left alive makes TensorRT warn that a second logger is ignored."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", NOISE, str(onnx_path), mode, json.dumps(extra)], cwd=root,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    return list(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
 @pytest.mark.parametrize("extra", [{}, {"hardware_compatibility_level": "NONE", "compute_capabilities": ["SM89"]}])
@@ -60,12 +88,11 @@ def test_example_build_log_has_no_line_caused_by_the_plugin(rtx, models, extra):
     # (e.g. reading hardware_compatibility_level logs "getHardwareCompatibilityLevel() is unsupported in
     # TensorRT-RTX" + an INTERNAL_ERROR). TensorRT-RTX 1.7 logs none; 1.4 warns "In JIT build, strongly
     # typed is enabled by default." itself.
-    bare = _bare_build_noise(models["mobilenet_v2"])
-    result = rtx.build_config(BuildConfig(onnx=models["mobilenet_v2"], **EXAMPLE_PIN, **extra))
-    noisy = [e.text for e in result.log if e.severity not in ("VERBOSE", "INFO")]
-    assert noisy == bare
+    bare = _noise(models["mobilenet_v2"], "bare", {})
+    assert _noise(models["mobilenet_v2"], "plugin", extra) == bare
     if RTX_MM == "1.7":
         assert bare == []
+    result = rtx.build_config(BuildConfig(onnx=models["mobilenet_v2"], **EXAMPLE_PIN, **extra))
     assert not any("unsupported" in e.text or "Thread context" in e.text for e in result.log)
     record = rtx.record(result, BuildConfig(onnx=models["mobilenet_v2"], **EXAMPLE_PIN, **extra))
     assertions.assert_no_warning(record, "unsupported")
