@@ -18,8 +18,10 @@ The CPU time (user + system, workers included) the plugin adds is fitted as ``fi
 over the shapes.  Prints a against 5 ms per config and b against 1 ms per test, serial and ``-n 2``, and each
 ``-n 2`` slope against the serial one (target: no more), with the 1-minute load average.  Under ``--dist load``
 a config whose tests land in both workers is loaded by both; under ``--dist loadgroup`` pytest-trt schedules each
-config's tests to one worker.  ``--compare
-CHECKOUT``: the plugin imported from another checkout, in the same rounds (a before/after pair).
+config's tests to one worker.  ``--compare CHECKOUT``: the plugin imported from another checkout, in the same
+rounds (a before/after pair).  Every run's pytest temporary folders are made in the benchmark's own folder
+(``PYTEST_DEBUG_TEMPROOT``): an xdist controller makes one for its workers and removes old ones at the end, which
+would otherwise be other processes' (any size: a random cost).
 """
 
 from __future__ import annotations
@@ -122,7 +124,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", choices=("mnv2_224", "example"), default="mnv2_224")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--configs", default="5,20")
+    ap.add_argument("--configs", default="4,40")
     ap.add_argument("--tests", default="1,10", help="tests per config")
     ap.add_argument("--dist", default="load,loadgroup",
                     help="xdist's --dist for the -n 2 sessions, comma-separated (load, loadgroup)")
@@ -144,6 +146,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench_session_") as tmp:
         folder = Path(tmp)
         make_project(folder, max(configs), args.model)
+        # pytest's temporary folders of this benchmark's runs only (see the docstring)
+        (folder / "tmproot").mkdir()
+        for side_env in (env, *plugins.values()):
+            side_env["PYTEST_DEBUG_TEMPROOT"] = str(folder / "tmproot")
         backend = f"--trt-backend={args.backend}"
         pytest_cpu(folder / "with", max(configs), 1, "--trt-engine-build", backend, env=env)
         (folder / "without" / "plans").mkdir()
