@@ -4,6 +4,12 @@ Each worker that runs a config's first test loads its engine (cache entry read, 
 ONNX and engine digests taken from their stamps or hashed); with every test of a config in one group, a
 config is loaded once per session instead of once per worker that happens to get one of its tests.
 A test that already has an ``xdist_group`` mark keeps its own grouping.
+
+pytest-xdist sends the controller only the test ids; it writes a test's groups into its id, which pytest 9.2
+no longer lets a plugin change.  So each worker also writes its tests' groups (:func:`write_groups`) into a
+folder the controller made and named in ``workerinput`` (:data:`GROUPS_DIR_KEY`), before it reports its
+collection; the controller's scheduler (:mod:`pytest_trt.pytest_plugin.scheduling`) reads them
+(:func:`read_groups`) once every worker has reported, and hands out one group as one unit of work.
 """
 
 from __future__ import annotations
@@ -11,13 +17,18 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_trt.config import BuildConfig
+if TYPE_CHECKING:
+    from pytest_trt.config import BuildConfig
 
 #: the prefix of the groups this module makes (the rest is a digest of the config)
 GROUP_PREFIX = "trt-"
+#: the ``workerinput`` key naming the folder where workers write their tests' groups
+GROUPS_DIR_KEY = "trt_xdist_groups_dir"
 
 
 def group_name(config: BuildConfig) -> str:
@@ -37,3 +48,25 @@ def group_by_config(marked: Iterable[tuple[pytest.Item, pytest.Mark]]) -> None:
         if name is None:
             name = names[id(config)] = group_name(config)
         item.add_marker(pytest.mark.xdist_group(name=name))
+
+
+def item_group(item: pytest.Item) -> str | None:
+    """The group of a test as pytest-xdist names it: its ``xdist_group`` names, sorted and joined by ``_``."""
+    names = {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in item.iter_markers("xdist_group")}
+    return "_".join(sorted(names)) if names else None
+
+
+def write_groups(folder: Path, worker: str, items: Iterable[pytest.Item]) -> None:
+    """``<folder>/<worker>.json``: test id -> group, for the tests that have one (written whole, by rename)."""
+    from pytest_trt.common.fileio import write_json_atomic
+
+    groups = {item.nodeid: group for item in items if (group := item_group(item)) is not None}
+    write_json_atomic(folder / f"{worker}.json", groups, fsync=False)  # read by the controller, then removed
+
+
+def read_groups(folder: Path) -> dict[str, str]:
+    """Test id -> group, from every worker's file in ``folder`` (workers collect the same tests: xdist checks)."""
+    groups: dict[str, str] = {}
+    for path in sorted(folder.glob("*.json")):
+        groups.update(json.loads(path.read_bytes()))
+    return groups

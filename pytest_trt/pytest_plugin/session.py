@@ -18,6 +18,8 @@ from pytest_trt import options as opt
 from pytest_trt.errors import TrtError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from pytest_trt.audit.recorder import BundleRecorder, EngineAudit
     from pytest_trt.catalog.archiving import ArchiveOutcome
     from pytest_trt.config import BuildConfig
@@ -78,6 +80,7 @@ class TrtSession:
         self.archived: ArchiveOutcome | None = None
         self._provider: EngineProvider | None = None
         self._recorder: BundleRecorder | None = None
+        self._groups_dir: Path | None = None  # xdist controller under --dist loadgroup: where workers write groups
 
     @classmethod
     def register(cls, config: pytest.Config) -> TrtSession:
@@ -214,10 +217,21 @@ class TrtSession:
 
             group_by_config(marked)
 
+    @pytest.hookimpl(tryfirst=True)  # a worker's groups are on disk before pytest-xdist reports its collection
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """The first golden test's golden starts being checked on another core now (not in an xdist worker, which
-        runs only the tests it is sent): the digest overlaps the session's start too."""
-        if hasattr(session.config, "workerinput"):
+        runs only the tests it is sent): the digest overlaps the session's start too.  A worker under
+        ``--dist loadgroup`` writes its tests' groups for the controller's scheduler."""
+        workerinput = getattr(session.config, "workerinput", None)
+        if workerinput is not None:
+            from pytest_trt.pytest_plugin.grouping import GROUPS_DIR_KEY
+
+            if GROUPS_DIR_KEY in workerinput:
+                from pathlib import Path
+
+                from pytest_trt.pytest_plugin.grouping import write_groups
+
+                write_groups(Path(workerinput[GROUPS_DIR_KEY]), workerinput["workerid"], session.items)
             return
         first = next((item for item in session.items if opt.GOLDEN_FIXTURE in getattr(item, "fixturenames", ())
                       and item.get_closest_marker(opt.MARKER) is not None), None)
@@ -338,6 +352,36 @@ class TrtSession:
         paths = [Path(row["path"]) for row in rows]
         if paths:
             self.archived = self.archive.run(paths, self.audit.bundle_dir, self.config.invocation_params.dir)
+
+    # -- the xdist controller: scheduling by group under --dist loadgroup ---------------------------------
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        if self.config.getvalue("dist") != "loadgroup":
+            return
+        if self._groups_dir is None:
+            import tempfile
+            from pathlib import Path
+
+            self._groups_dir = Path(tempfile.mkdtemp(prefix="pytest-trt-xdist-groups-"))
+        from pytest_trt.pytest_plugin.grouping import GROUPS_DIR_KEY
+
+        node.workerinput[GROUPS_DIR_KEY] = str(self._groups_dir)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        """Under ``--dist loadgroup``, xdist's group scheduling with the groups the workers wrote (pytest 9.2 keeps
+        xdist from writing them into the test ids); None leaves every other ``--dist`` to xdist."""
+        if self._groups_dir is None or config.getvalue("dist") != "loadgroup":
+            return None
+        from pytest_trt.pytest_plugin.scheduling import ConfigGroupScheduling
+
+        return ConfigGroupScheduling(config, log, self._groups_dir)
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self._groups_dir is not None:
+            import shutil
+
+            shutil.rmtree(self._groups_dir, ignore_errors=True)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:

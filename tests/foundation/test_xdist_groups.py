@@ -1,6 +1,7 @@
 """Under ``--dist loadgroup`` every test of one BuildConfig runs in one xdist worker, so each config's engine is
 loaded by one worker; a test's own ``xdist_group`` mark is kept.  Plumbing only: the fake backend of
-pytest_trt.testing builds the engines."""
+pytest_trt.testing builds the engines.  Which worker ran a test is read from xdist's ``-v`` lines and from
+a file each test appends its own ``PYTEST_XDIST_WORKER`` to."""
 
 from __future__ import annotations
 
@@ -58,12 +59,6 @@ def _groups(stderr: str) -> dict[str, dict[str, tuple[str, ...]]]:
     return found
 
 
-def _workers(stdout: str) -> dict[str, str]:
-    """nodeid -> the worker that ran it, from ``-v`` lines ``[gw0] PASSED id`` (without xdist's ``@group``)."""
-    return {m.group(2).partition("@")[0]: m.group(1)
-            for m in re.finditer(r"^\[(gw\d+)\] [^\n]*?PASSED (\S+)", stdout, re.M)}
-
-
 def test_loadgroup_marks_one_group_per_config_in_every_worker(pytester, models):
     pytester.makepyfile(test_model=SUITE.format(onnx=str(models["conv_bn_relu"])))
     pytester.makeconftest(MARKS)
@@ -80,13 +75,6 @@ def test_loadgroup_marks_one_group_per_config_in_every_worker(pytester, models):
     assert marks["test_model.py::test_b_grouped_by_its_author"] == ("mine",)  # its author's grouping kept
     assert marks["test_model.py::test_plain"] == ()  # not a trt test
 
-    ran = _workers(result.stdout.str())
-    if not any("@mine" in line for line in result.stdout.lines):
-        # pytest-xdist writes the group into the node id, which pytest 9.2 no longer lets it change, so no
-        # group is scheduled together, an author's own included
-        return
-    assert len({ran[f"test_model.py::test_a[{i}]"] for i in range(4)}) == 1
-    assert len({ran[f"test_model.py::test_b[{i}]"] for i in range(4)}) == 1
 
 
 def test_without_loadgroup_no_group_is_added(pytester, models):
@@ -96,3 +84,76 @@ def test_without_loadgroup_no_group_is_added(pytester, models):
     result.assert_outcomes(passed=10)
     marks = _groups(result.stderr.str())["gw0"]
     assert marks["test_model.py::test_a[0]"] == () and marks["test_model.py::test_b_grouped_by_its_author"] == ("mine",)
+
+
+GROUPED = """
+import os
+import pytest
+from pathlib import Path
+from pytest_trt import BuildConfig, Profile
+
+PROFILE = [Profile(input=((1, 3, 16, 16), (2, 3, 16, 16), (4, 3, 16, 16)))]
+CONFIGS = {{n: BuildConfig(name=f"cbr_{{n}}", version="1.0", onnx={onnx!r}, profiles=PROFILE) for n in "abc"}}
+
+def ran(request):
+    with open(Path(__file__).parent / "ran.txt", "a") as fh:
+        fh.write(f"{{request.node.nodeid}} {{os.environ.get('PYTEST_XDIST_WORKER', 'serial')}}\\n")
+
+@pytest.mark.parametrize("i", range(4))
+@pytest.mark.trt(CONFIGS["a"])
+def test_a(trt_engine, request, i):
+    ran(request)
+
+@pytest.mark.parametrize("i", range(4))
+@pytest.mark.trt(CONFIGS["b"])
+def test_b(trt_engine, request, i):
+    ran(request)
+    assert i != 2  # one failure: the same outcome with and without workers
+
+@pytest.mark.parametrize("i", range(4))
+@pytest.mark.trt(CONFIGS["c"])
+def test_c(trt_engine, request, i):
+    ran(request)
+
+@pytest.mark.xdist_group(name="mine")
+@pytest.mark.trt(CONFIGS["a"])
+def test_mine_a(trt_engine, request):
+    ran(request)
+
+@pytest.mark.xdist_group(name="mine")
+@pytest.mark.trt(CONFIGS["c"])
+def test_mine_c(trt_engine, request):
+    ran(request)
+
+@pytest.mark.parametrize("i", range(4))
+def test_plain(request, i):
+    ran(request)
+"""
+
+
+def _ran(path) -> list[tuple[str, str]]:
+    """(test id, worker) for every test run, as the tests themselves wrote it."""
+    return [tuple(line.split()) for line in path.read_text().splitlines()]  # type: ignore[misc]
+
+
+def test_loadgroup_runs_each_config_in_one_worker_and_every_test_once(pytester, models, monkeypatch):
+    pytester.makepyfile(test_model=GROUPED.format(onnx=str(models["conv_bn_relu"])))
+    serial = pytester.runpytest_subprocess(*FAKE, "--trt-engine-build")
+    serial.assert_outcomes(passed=17, failed=1)
+    expected = sorted(nodeid for nodeid, _ in _ran(pytester.path / "ran.txt"))
+    (pytester.path / "ran.txt").unlink()
+
+    tmp = pytester.mkdir("tmp")  # the controller's groups folder is made under TMPDIR and removed at the end
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    result = pytester.runpytest_subprocess(*FAKE, "-n", "2", "--dist", "loadgroup", "-v")
+    result.assert_outcomes(passed=17, failed=1)  # the results of the serial run
+    ran = _ran(pytester.path / "ran.txt")
+    assert sorted(nodeid for nodeid, _ in ran) == expected and len(expected) == 18  # every test exactly once
+    worker = dict(ran)
+    assert {m.group(2): m.group(1) for m in re.finditer(r"^\[(gw\d+)\] [^\n]*?(?:PASSED|FAILED) (\S+)",
+                                                        result.stdout.str(), re.M)} == worker  # xdist's report
+    for name in "abc":
+        assert len({worker[f"test_model.py::test_{name}[{i}]"] for i in range(4)}) == 1, name  # one worker a config
+    assert worker["test_model.py::test_mine_a"] == worker["test_model.py::test_mine_c"]  # its author's group
+    assert set(worker.values()) == {"gw0", "gw1"}  # the groups are spread over both workers
+    assert list(tmp.iterdir()) == []

@@ -1,0 +1,32 @@
+"""The controller's xdist scheduler under ``--dist loadgroup``: one group of tests is one unit of work.
+
+It is pytest-xdist's own ``LoadGroupScheduling`` (whole groups to workers, the other tests one by one); only
+the group of a test id comes from the files the workers wrote (:func:`~pytest_trt.pytest_plugin.grouping.read_groups`),
+read when the first test is scheduled, every worker's collection being in by then.  A test whose id carries
+xdist's own ``@group`` suffix and no group in the files is split by xdist's rule.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from xdist.scheduler import LoadGroupScheduling
+
+from pytest_trt.pytest_plugin.grouping import read_groups
+
+
+class ConfigGroupScheduling(LoadGroupScheduling):  # type: ignore[misc]  # pytest-xdist ships no type hints
+    def __init__(self, config: pytest.Config, log: Any, folder: Path) -> None:
+        super().__init__(config, log)
+        self.folder = folder
+        self._groups: dict[str, str] | None = None
+
+    def _split_scope(self, nodeid: str) -> str:
+        if self._groups is None:  # first asked in schedule(), after every worker reported its collection
+            self._groups = read_groups(self.folder)
+        group = self._groups.get(nodeid)
+        if group is not None:
+            return group
+        return str(super()._split_scope(nodeid))
