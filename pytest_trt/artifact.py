@@ -61,10 +61,13 @@ class EngineDigest:
     without waiting for it to run (:func:`pytest_trt.common.background.on_thread`).
     """
 
-    def __init__(self, engine: bytes | memoryview) -> None:
+    def __init__(self, engine: bytes | memoryview, *, wait_start: float = 0.0) -> None:
+        """``wait_start``: seconds to wait at most for the thread to begin, for a caller that goes on holding the
+        GIL (copying the engine, converting the log): else the hash begins only when the caller releases it, or
+        after the interpreter's 5 ms switch interval."""
         self._engine = engine  # a memoryview keeps the buffer it views (the builder's) alive until hashed
         self._future: Future[str] = Future()
-        on_thread("engine-sha256", (self._future, self._hash))
+        on_thread("engine-sha256", (self._future, self._hash), wait_start=wait_start)
 
     def _hash(self) -> str:
         digest = hashlib.sha256(self._engine).hexdigest()
@@ -205,7 +208,7 @@ class BuildResult:
     def with_log(self, stop_capture: Callable[[], Iterable[LogEntry]]) -> BuildResult:
         """This result with the build's log, taken from ``stop_capture`` while the engine is hashed on a thread."""
         # the backend's digest when it started one, else started first: converting the messages takes a while
-        digest = self.pending_engine_digest() or EngineDigest(self.engine)
+        digest = self.pending_engine_digest() or EngineDigest(self.engine, wait_start=BUILD_HASH_START_WAIT_S)
         logged = dataclasses.replace(self, log=tuple(stop_capture()))
         logged.start_engine_digest(digest)
         return logged
@@ -426,6 +429,9 @@ class BuildResult:
 def _encode_build_json(build: dict[str, Any]) -> bytes:
     return (json.dumps(build, sort_keys=True, separators=(",", ":")) + "\n").encode()
 
+
+#: how long a build waits for its engine's hash thread to begin (~0.1 ms with a free core; with none, not 5 ms)
+BUILD_HASH_START_WAIT_S = 0.001
 
 #: engines at least this large are hashed on a thread while the entry's other files are read; a smaller
 #: one (0.5 MB: 0.3 ms) costs less to hash inline than a thread costs to start and join

@@ -111,14 +111,18 @@ def test_a_real_build_starts_one_digest_on_the_builders_buffer(tmp_path, monkeyp
     backend.build_config(config)  # warm: the backend's modules load outside the count
     real = artifact.on_thread
     names: list[str] = []
+    waits: list[float] = []
 
     def counting(name, *steps, **kwargs):
         names.append(name)
+        waits.append(kwargs.get("wait_start", 0.0))
         return real(name, *steps, **kwargs)
 
     monkeypatch.setattr(artifact, "on_thread", counting)
     result = backend.build_config(config)
     assert names.count("engine-sha256") == 1, names
+    # the build goes on holding the GIL (the copy, the log's conversion): it waits for the hash to begin first
+    assert waits[names.index("engine-sha256")] > 0
     assert result.engine_sha256 == hashlib.sha256(result.engine).hexdigest()
 
 
