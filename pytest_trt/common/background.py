@@ -35,6 +35,11 @@ class Future(Generic[T]):
     def done(self) -> bool:
         return self._done.is_set()
 
+    def wait(self) -> None:
+        """Wait until the value is made or failed, raising nothing (:meth:`result` gives it)."""
+        if os.getpid() == self._pid:
+            self._done.wait()
+
     def result(self) -> T:
         """The value (waits for it); raises RuntimeError in a forked child whose parent was still making it."""
         if not self._done.is_set() and os.getpid() != self._pid:
