@@ -48,7 +48,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_golden import PoolEngine  # noqa: E402
-from pytest_trt.common import fileio  # noqa: E402
+from pytest_trt.common import filehash  # noqa: E402
 from pytest_trt.config import BuildConfig  # noqa: E402
 from pytest_trt.golden import array_digests, integrity  # noqa: E402
 from pytest_trt.golden.dataset import GoldenDataset  # noqa: E402
@@ -59,7 +59,7 @@ CLASSES, BATCH = 1000, 256
 
 
 def _check(folder: Path, config: BuildConfig, engine: PoolEngine) -> float:
-    fileio._SHA256_MEMO.clear()  # noqa: SLF001 - each round hashes the file, as a fresh session does
+    filehash._SHA256_MEMO.clear()  # noqa: SLF001 - each round hashes the file, as a fresh session does
     check = GoldenCheck(GoldenSettings(golden_dir=folder / "golden"))
     t0 = time.perf_counter()
     check.check(engine, batch_size=BATCH, l2_delta=1.0, max_abs=1.0, drift_sd=1e9)
@@ -125,7 +125,7 @@ def main() -> None:
             log.with_suffix(".away").rename(log)
             with _Off():
                 bares.append(_check(folder, config, engine))
-            fileio._SHA256_MEMO.clear()  # noqa: SLF001
+            filehash._SHA256_MEMO.clear()  # noqa: SLF001
             t0 = time.perf_counter()
             integrity.check_file(path)
             hashes.append(time.perf_counter() - t0)
@@ -167,7 +167,7 @@ def _mobilenet(folder: Path, gib: float, rounds: int) -> None:
     checks, bares = [], []
     for _ in range(rounds):
         for timed, off in ((checks, False), (bares, True)):
-            fileio._SHA256_MEMO.clear()  # noqa: SLF001
+            filehash._SHA256_MEMO.clear()  # noqa: SLF001
             check = GoldenCheck(GoldenSettings(golden_dir=folder / "golden"))
             t0 = time.perf_counter()
             if off:
@@ -176,7 +176,7 @@ def _mobilenet(folder: Path, gib: float, rounds: int) -> None:
             else:
                 check.check(engine, batch_size=batch)
             timed.append(time.perf_counter() - t0)
-    fileio._SHA256_MEMO.clear()  # noqa: SLF001
+    filehash._SHA256_MEMO.clear()  # noqa: SLF001
     t0 = time.perf_counter()
     integrity.check_file(path)
     sha = time.perf_counter() - t0

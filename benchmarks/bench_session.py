@@ -7,7 +7,7 @@ A temporary project holds ``max(--configs)`` configs, each its own copy of one O
 MobileNetV2 of ``benchmarks/models.py``, a 14 MB file: every config's ONNX is a file of its own to hash) with
 its own engine (maximum batch 8 + i).  One session with ``--trt-engine-build`` fills the cache, then an untimed
 cache-hit session of each kind (the bundles' sidecars, and the ONNX and engine stamps, see
-``pytest_trt.common.fileio.read_stamp``, are written once).  Then, alternating, in fresh pytest processes, for
+``pytest_trt.common.filehash.read_stamp``, are written once).  Then, alternating, in fresh pytest processes, for
 every shape (C configs, T tests per config), serial and with ``-n 2 --dist D`` for each D of ``--dist``:
 
 * with the plugin: the C x T tests, each marked ``@pytest.mark.trt(config)`` and using ``trt_engine``;

@@ -8,10 +8,8 @@ Artifact folder layout (also the engine-cache entry and the core of a bundle)::
     config.json    the pinned config and the effective config read back from the builder
     build.json     versions, device, durations, hashes, per-message times
 
-A cache entry read once also gets ``engine.plan.verified``: the engine file's identity (size, mtime, ctime,
-inode) and the sha256 it was verified to have; while the identity is unchanged the next reader takes that
-digest instead of hashing the engine again (a cache of a verification, not evidence; see
-:func:`pytest_trt.common.fileio.read_stamp`).
+A cache entry read once also gets ``engine.plan.verified``, the engine's verified sha256 by its file identity
+(:class:`pytest_trt.common.filehash.StampedRead`: a cache of a verification, not evidence).
 """
 
 from __future__ import annotations
@@ -21,14 +19,13 @@ import functools
 import hashlib
 import json
 import os
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pytest_trt.common.background import Future, on_thread
-from pytest_trt.common.fileio import FileKey, file_identity, read_stamp, write_stamp
+from pytest_trt.common.filehash import BUILD_HASH_START_WAIT_S, HASH_THREAD_BYTES, EngineDigest, StampedRead
+from pytest_trt.common.fileio import write_plain
 from pytest_trt.common.logtext import (
     LOG_FILE,
     SEVERITIES,
@@ -51,39 +48,6 @@ CONFIG_FILE = "config.json"
 BUILD_FILE = "build.json"
 #: the engine's verified sha256 by its file identity (written beside a cache entry's engine after a verified read)
 ENGINE_STAMP_FILE = "engine.plan.verified"
-
-
-class EngineDigest:
-    """The sha256 of an engine's bytes, computed on a thread from the moment the build returns.
-
-    hashlib releases the GIL, so a 14.7 MB engine (~7 ms) is hashed while the log is converted and
-    the cache entry's other files are encoded; :meth:`hexdigest` waits for it.  The thread is started
-    without waiting for it to run (:func:`pytest_trt.common.background.on_thread`).
-    """
-
-    def __init__(self, engine: bytes | memoryview, *, wait_start: float = 0.0) -> None:
-        """``wait_start``: seconds to wait at most for the thread to begin, for a caller that goes on holding the
-        GIL (copying the engine, converting the log): else the hash begins only when the caller releases it, or
-        after the interpreter's 5 ms switch interval."""
-        self._engine = engine  # a memoryview keeps the buffer it views (the builder's) alive until hashed
-        self._future: Future[str] = Future()
-        on_thread("engine-sha256", (self._future, self._hash), wait_start=wait_start)
-
-    def _hash(self) -> str:
-        digest = hashlib.sha256(self._engine).hexdigest()
-        self._engine = b""  # hashed: the builder's buffer may go (kept on failure, for hexdigest to hash it there)
-        return digest
-
-    def hexdigest(self) -> str:
-        try:
-            return self._future.result()
-        except Exception:  # only a MemoryError on the thread: hash here rather than give no digest
-            return hashlib.sha256(self._engine).hexdigest()
-
-
-def _write_file(path: Path, data: bytes) -> None:
-    with open(path, "wb") as fh:
-        fh.write(data)
 
 
 @dataclass(frozen=True)
@@ -127,13 +91,6 @@ class Requested(Protocol):
     def versions(self) -> Mapping[str, str]: ...
     @property
     def device(self) -> Mapping[str, Any]: ...
-
-
-def utc_now() -> str:
-    """The clock's time now, UTC, RFC 3339 with microseconds (``2026-03-01T12:00:00.123456Z``)."""
-    from datetime import datetime, timezone
-
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass(frozen=True)
@@ -312,11 +269,8 @@ class BuildResult:
         folder.mkdir(parents=True, exist_ok=True)
         # a large engine is written on a thread (the write releases the GIL: 103 MB take ~25 ms) while the log
         # and the JSON files are encoded here; the folder is the caller's only once that write returned
-        engine_written: Future[None] = Future()
-        if len(self.engine) >= HASH_THREAD_BYTES:
-            on_thread("engine-write", (engine_written, lambda: _write_file(folder / ENGINE_FILE, self.engine)))
-        else:
-            engine_written.run(lambda: _write_file(folder / ENGINE_FILE, self.engine))
+        large = len(self.engine) >= HASH_THREAD_BYTES
+        engine_written = write_plain(folder / ENGINE_FILE, self.engine, thread="engine-write" if large else None)
         try:
             hashes = self._write_evidence(folder)
         finally:
@@ -348,16 +302,9 @@ class BuildResult:
         entry's ``entry.json``).  Every file is read once and checked from memory; the engine is
         hashed on a thread while the other files are read and the log is rebuilt.
         """
-        started = time.time_ns()
-        engine, identity = _read_with_identity(folder / ENGINE_FILE)
-        stamp = folder / ENGINE_STAMP_FILE
-        stamped = read_stamp(identity, at=stamp) if identity is not None else None
-        pending = EngineDigest(engine) if stamped is None and len(engine) >= HASH_THREAD_BYTES else None
-        result, recorded = cls._read_rest(folder, engine, digests or {})
-        if stamped is not None:
-            engine_sha256 = stamped
-        else:
-            engine_sha256 = pending.hexdigest() if pending is not None else hashlib.sha256(engine).hexdigest()
+        engine = StampedRead(folder / ENGINE_FILE, stamp=folder / ENGINE_STAMP_FILE)
+        result, recorded = cls._read_rest(folder, engine.data, digests or {})
+        engine_sha256 = engine.sha256()
         if digests is not None and ENGINE_FILE in digests and engine_sha256 != digests[ENGINE_FILE]:
             raise ValueError(f"{ENGINE_FILE} does not match its sha256")
         if engine_sha256 != recorded:
@@ -365,8 +312,7 @@ class BuildResult:
         result.__dict__["engine_sha256"] = engine_sha256  # hashed once: the cached_property's value
         if digests is not None:
             result.__dict__["_verified_digests"] = dict(digests)
-        if stamped is None and identity is not None:
-            write_stamp(identity, engine_sha256, hashed_at=started, at=stamp)  # the next session reads this
+        engine.stamp()  # verified: the next session reads this digest
         return result
 
     def set_clock(self, started: str, finished: str) -> None:
@@ -429,23 +375,6 @@ class BuildResult:
 
 def _encode_build_json(build: dict[str, Any]) -> bytes:
     return (json.dumps(build, sort_keys=True, separators=(",", ":")) + "\n").encode()
-
-
-#: how long a build waits for its engine's hash thread to begin (~0.1 ms with a free core; with none, not 5 ms)
-BUILD_HASH_START_WAIT_S = 0.001
-
-#: engines at least this large are hashed on a thread while the entry's other files are read; a smaller
-#: one (0.5 MB: 0.3 ms) costs less to hash inline than a thread costs to start and join
-HASH_THREAD_BYTES = 4 << 20
-
-
-def _read_with_identity(path: Path) -> tuple[bytes, FileKey | None]:
-    """The file's bytes, and its identity when it kept the same one from before the read to after it."""
-    with open(path, "rb") as fh:
-        before = file_identity(path, os.fstat(fh.fileno()))
-        data = fh.read()
-        after = file_identity(path, os.fstat(fh.fileno()))
-    return data, (after if after == before else None)
 
 
 def backend_version_of(build: Mapping[str, Any]) -> str:

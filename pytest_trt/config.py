@@ -23,7 +23,7 @@ from typing import Any
 
 from pytest_trt.common import relpaths
 from pytest_trt.common.calibration import CALIBRATION_ALGORITHMS, EXPLICIT_METHODS, IMPLICIT_CALIBRATORS, Calibration
-from pytest_trt.common.fileio import sha256_file
+from pytest_trt.common.filehash import sha256_file
 from pytest_trt.common.pin_fields import (
     MEMORY_POOLS,
     builder_flags_of,

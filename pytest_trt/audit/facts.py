@@ -28,7 +28,7 @@ from pytest_trt.audit.archive import _STORED_BLOCK
 from pytest_trt.audit.manifest import MANIFEST, parse_manifest
 from pytest_trt.audit.sign import SIGNATURE
 from pytest_trt.audit.verify import MEMBER_LIMITS, VerifiedBundle, verify_bundle
-from pytest_trt.common.fileio import stat_identity as identity
+from pytest_trt.common.filehash import stat_identity as identity
 from pytest_trt.errors import ArchiveError, BundleIntegrityError
 
 _BLOCK = 512

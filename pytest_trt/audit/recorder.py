@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_trt.artifact import ENGINE_FILE
 from pytest_trt.audit.manifest import sha256_hex
 from pytest_trt.calibration.building import QDQ_SHA256
-from pytest_trt.common.fileio import sha256_file
+from pytest_trt.common.filehash import sha256_file
 
 if TYPE_CHECKING:
     from pytest_trt.audit.bundle import BundleInfo, BundleInputs

@@ -24,7 +24,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_trt.common.fileio import stat_identity, write_json_atomic
+from pytest_trt.common.filehash import stat_identity
+from pytest_trt.common.fileio import write_json_atomic
 
 SCHEMA = 3
 #: sidecars this version reads (2: written before the inputs digest existed; it never matches one)

@@ -16,10 +16,11 @@ import time
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from pytest_trt.artifact import BUILD_HASH_START_WAIT_S, BuildResult, EngineDigest
+from pytest_trt.artifact import BuildResult
 from pytest_trt.backends import registry
 from pytest_trt.backends.request import BuildRequest
 from pytest_trt.common import hostprobe
+from pytest_trt.common.filehash import BUILD_HASH_START_WAIT_S, EngineDigest
 from pytest_trt.common.fileio import write_bytes_atomic
 from pytest_trt.config import MEMORY_POOLS, BuildConfig
 from pytest_trt.errors import BuildFailed, EngineNotRunnable, UnsupportedOption

@@ -37,7 +37,8 @@ from pytest_trt.buildlog.calibcache import (
 from pytest_trt.calibration.building import CALIBRATION, CALIBRATION_CACHE, QDQ_SHA256
 from pytest_trt.calibration.ranges import METHODS, TENSORRT_QDQ_OPTIONS, Ranges
 from pytest_trt.calibration.store import set_store_root, store_root
-from pytest_trt.common.fileio import replace_directory, sha256_file
+from pytest_trt.common.filehash import sha256_file
+from pytest_trt.common.fileio import replace_directory
 from pytest_trt.common.progress import report
 from pytest_trt.errors import BackendUnavailable, BuildFailed, ConfigError
 

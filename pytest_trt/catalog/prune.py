@@ -26,7 +26,7 @@ from pathlib import Path
 from pytest_trt.audit.attest import attestation_path, bom_path
 from pytest_trt.audit.sidecar import sidecar_path
 from pytest_trt.catalog.store import Catalog
-from pytest_trt.common.fileio import sha256_file
+from pytest_trt.common.filehash import sha256_file
 
 
 @dataclass(frozen=True)

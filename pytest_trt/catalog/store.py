@@ -19,7 +19,7 @@ from typing import Any
 from pytest_trt.catalog.credentials import redact
 from pytest_trt.catalog.database import INTERNAL_COLUMNS, connect, with_retries, write_transaction
 from pytest_trt.catalog.fields import CatalogEntry, entry_from_bundle, iso_seconds, iso_utc
-from pytest_trt.common.fileio import stat_identity
+from pytest_trt.common.filehash import stat_identity
 
 BUNDLE_GLOB = "*.tar.gz"
 #: the sha256s of one bundle file's versions: the same path and the same engine.  The recorder rewrites a

@@ -1,7 +1,7 @@
 """Work for another core: a :class:`Future` made on a thread that is started without waiting for it.
 
 GIL-free work runs beside the work that holds the GIL: the engine's sha256 after a build or a cache read
-(``artifact.EngineDigest``), the cache entry's writer (``session.EngineProvider``), and the bundle writer's
+(``filehash.EngineDigest``), the cache entry's writer (``session.EngineProvider``), and the bundle writer's
 log gzip, engine CRC-32 and file sha256 (``audit.bundle``).
 """
 

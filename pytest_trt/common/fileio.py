@@ -8,13 +8,11 @@ into place, which is atomic within one folder on POSIX and Windows.
 from __future__ import annotations
 
 import glob
-import hashlib
 import io
 import json
 import os
 import shutil
 import tempfile
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -237,175 +235,18 @@ def locked(lock_file: Path, *, what: str, timeout: float = LOCK_TIMEOUT_S) -> It
         held.release()
 
 
-#: a file's identity: (absolute path, size, mtime_ns, ctime_ns, inode)
-FileKey = tuple[str, int, int, int, int]
-#: sha256 of files already hashed, by (path, size, mtime, ctime, inode): a cache key and a golden
-#: check each need the ONNX file's hash, and a 14 MB model takes ~10 ms per hash.
-#: ctime changes on every write and cannot be set back by ``os.utime``, so an edited file is rehashed.
-_SHA256_MEMO: dict[tuple[str, int, int, int, int], str] = {}
-#: hashes started early on another core (:func:`prefetch_sha256`), by the identity the file had then
-_PENDING: dict[FileKey, Future[tuple[str, bool]]] = {}
+def write_plain(path: Path, data: bytes, *, thread: str | None = None) -> Future[None]:
+    """Write ``data`` to a new file ``path`` (no fsync: the caller renames its folder into place), on a thread named
+    ``thread`` when one is named (the write releases the GIL: 103 MB take ~25 ms); wait for the future, whose result
+    raises the write's error."""
+    done: Future[None] = Future()
+    if thread is not None:
+        on_thread(thread, (done, lambda: _write_new(path, data)))
+    else:
+        done.run(lambda: _write_new(path, data))
+    return done
 
 
-def stat_identity(st: os.stat_result) -> tuple[int, int, int, int]:
-    """A file's identity in stat result ``st``: (size, mtime_ns, ctime_ns, inode); ctime changes on every write
-    and cannot be set back, the inode on a rename over the file."""
-    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
-
-
-def file_identity(path: Path | str, st: os.stat_result) -> FileKey:
-    """The memo key of ``path`` with stat result ``st``: (absolute path, size, mtime_ns, ctime_ns, inode)."""
-    return (os.path.abspath(path), *stat_identity(st))
-
-
-def _hash_stable(path: Path | str, key: FileKey) -> tuple[str, bool]:
-    """(sha256, whether the file kept identity ``key`` from before its first byte was read to after its last)."""
-    with open(path, "rb") as fh:
-        stable = file_identity(path, os.fstat(fh.fileno())) == key
-        digest = _sha256_of(fh)
-        stable = stable and file_identity(path, os.fstat(fh.fileno())) == key
-    return digest, stable
-
-
-def _sha256_of(fh: Any) -> str:
-    """sha256 hex of what is left to read in ``fh``, read in 1 MiB blocks."""
-    h = hashlib.sha256()
-    while block := fh.read(1 << 20):
-        h.update(block)
-    return h.hexdigest()
-
-
-def prefetch_sha256(path: Path | str) -> bool:
-    """Start hashing ``path`` on another core (hashlib releases the GIL); :func:`sha256_file` with ``memo`` waits
-    for it.  The hash also brings the file into the page cache, so the reader that follows reads memory.
-
-    Its result is used only while the file keeps the identity (path, size, mtime, ctime, inode) it had before the
-    hash read its first byte and after it read its last; otherwise the file is hashed again where it is needed.
-    Never raises: False when nothing was started (no such file, or hashed already: True then too).
-    """
-    try:
-        key = file_identity(path, os.stat(path))
-    except OSError:
-        return False
-    if key in _SHA256_MEMO or key in _PENDING:
-        return True
-    future: Future[tuple[str, bool]] = Future()
-    if len(_PENDING) > 64:  # prefetched and never asked for: drop them (waiting on them is never needed)
-        _PENDING.clear()
-    _PENDING[key] = future
-    try:
-        on_thread("sha256-prefetch", (future, lambda: _hash_stable(path, key)))
-    except Exception:  # noqa: BLE001 - an early hash is an optimisation: the reader hashes in line instead
-        _PENDING.pop(key, None)
-        return False
-    return True
-
-
-def sha256_file(path: Path | str, *, memo: bool = False, stamped: bool = False) -> str:
-    """sha256 hex of a file's bytes, read in 1 MiB blocks.
-
-    With ``memo``, a file whose path, size, mtime, ctime and inode are unchanged is not read again, and a hash
-    :func:`prefetch_sha256` started for the file as it is now is waited for instead of hashing it again.
-    With ``stamped`` too, the digest is also kept across processes in the folder :func:`set_stamp_folder`
-    named (see :func:`read_stamp`): the next session, or another xdist worker, reads it instead of hashing.
-    """
-    key: FileKey | None = None
-    if memo:
-        key = file_identity(path, os.stat(path))
-        known = _SHA256_MEMO.get(key)
-        if known is not None:
-            return known
-        if stamped and (known := read_stamp(key)) is not None:
-            _remember(key, known)
-            return known
-        pending = _PENDING.pop(key, None)
-        if pending is not None:
-            try:
-                digest, stable = pending.result()
-            except Exception:  # noqa: BLE001 - the early hash failed (or ran in a forked parent): hash here
-                stable = False
-            if stable:
-                _remember(key, digest)
-                return digest
-    if key is None:
-        with open(path, "rb") as fh:
-            return _sha256_of(fh)
-    started = time.time_ns()
-    digest, stable = _hash_stable(path, key)
-    if not stable:  # changed while it was read: this digest belongs to no identity; hash what is there now
-        return sha256_file(path)
-    _remember(key, digest)
-    if stamped:
-        write_stamp(key, digest, hashed_at=started)
-    return digest
-
-
-#: where :func:`sha256_file` keeps its stamps across processes (None: nowhere)
-_STAMP_FOLDER: list[Path | None] = [None]
-#: a file changed less than this long before it was hashed gets no stamp: file times tick coarsely (a few ms), so
-#: a rewrite of the same size within one tick would keep the identity; a second later it cannot
-STAMP_SETTLE_NS = 1_000_000_000
-
-
-def set_stamp_folder(folder: Path | None) -> None:
-    """Keep :func:`sha256_file` stamps (``stamped=True``) in ``folder`` (an engine cache's ``identity/``)."""
-    _STAMP_FOLDER[0] = None if folder is None else Path(folder)
-
-
-def _stamp_path(key: FileKey) -> Path | None:
-    folder = _STAMP_FOLDER[0]
-    if folder is None:
-        return None
-    return folder / hashlib.sha256(key[0].encode("utf-8", "surrogateescape")).hexdigest()  # one stamp per path
-
-
-def read_stamp(key: FileKey, at: Path | None = None) -> str | None:
-    """The sha256 a stamp records for the file of identity ``key`` (:func:`file_identity`), or None.
-
-    ``at``: the stamp's own path (default: in the folder :func:`set_stamp_folder` named, one per file path).
-
-    A stamp is a cache, not evidence: one line naming the identity (path, size, mtime_ns, ctime_ns, inode) and
-    the digest, honoured only while the file's identity is exactly that; a write to the file changes its ctime
-    (which ``os.utime`` cannot set back), a replacement its inode.  One stamp per path: a new digest replaces it.
-    """
-    path = at or _stamp_path(key)
-    if path is None:
-        return None
-    try:
-        stamp = json.loads(path.read_bytes())
-        if stamp["identity"] == list(key) and isinstance(stamp["sha256"], str) and len(stamp["sha256"]) == 64:
-            return str(stamp["sha256"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    return None
-
-
-def write_stamp(key: FileKey, digest: str, *, hashed_at: int, at: Path | None = None) -> bool:
-    """Record ``digest`` for the file of identity ``key``, read from ``hashed_at`` (``time.time_ns()``) on;
-    best effort, no fsync (a lost stamp costs one hash).  Not written for a file that changed less than
-    :data:`STAMP_SETTLE_NS` before it was read.  True when written."""
-    path = at or _stamp_path(key)
-    if path is None or hashed_at - max(key[2], key[3]) < STAMP_SETTLE_NS:
-        return False
-    try:
-        write_text_atomic(path, json.dumps({"identity": list(key), "sha256": digest}) + "\n", fsync=False)
-    except OSError:
-        return False
-    return True
-
-
-def known_sha256(key: FileKey) -> str | None:
-    """The sha256 made of the file of identity ``key`` in this process, if any."""
-    return _SHA256_MEMO.get(key)
-
-
-def remember_sha256(key: FileKey, digest: str) -> None:
-    """Record ``digest`` as the sha256 of the file of identity ``key`` (:func:`file_identity`), made by a caller that
-    read every byte of it (a golden's blocks checked against the digests of its approval)."""
-    _remember(key, digest)
-
-
-def _remember(key: FileKey, digest: str) -> None:
-    if len(_SHA256_MEMO) > 4096:  # a session hashes a few models; never grow without bound
-        _SHA256_MEMO.clear()
-    _SHA256_MEMO[key] = digest
+def _write_new(path: Path, data: bytes) -> None:
+    with open(path, "wb") as fh:
+        fh.write(data)

@@ -1,4 +1,4 @@
-"""Byte-size parsing ("1GiB", "512 MiB", 1048576)."""
+"""Units: byte sizes ("1GiB", "512 MiB", 1048576), and the clock's time as RFC 3339 UTC."""
 
 from __future__ import annotations
 
@@ -38,3 +38,10 @@ def parse_size(value: int | str) -> int:
             raise ValueError(f"size {value!r} is negative")
     raise ValueError(f"cannot read size {value!r}: use a byte count or a string like '512MiB', '1GiB', '2GB'")
 
+
+def utc_now(*, microseconds: bool = True) -> str:
+    """The clock's time now, UTC, RFC 3339: ``2026-03-01T12:00:00.123456Z``, or to the second without
+    ``microseconds`` (a golden's provenance and approval lines)."""
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ" if microseconds else "%Y-%m-%dT%H:%M:%SZ")

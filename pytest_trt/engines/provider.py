@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_trt import artifact
 from pytest_trt.backends.request import BuildRequest
 from pytest_trt.common.background import Future, on_thread
-from pytest_trt.common.fileio import set_stamp_folder
+from pytest_trt.common.filehash import set_stamp_folder
 from pytest_trt.common.logtext import format_log
 from pytest_trt.common.progress import listening
+from pytest_trt.common.units import utc_now
 from pytest_trt.engines.cache import EngineCache
 from pytest_trt.errors import BuildFailed, CacheCorrupt, EngineNotBuilt
 
@@ -183,10 +183,10 @@ class EngineProvider:
         try:
             self._progress(f"building engine {name!r} with {backend.name} {backend.version()} ...")
             try:
-                started = artifact.utc_now()
+                started = utc_now()
                 with listening(self.on_progress):  # a calibration inside the build says when it starts and ends
                     built = backend.build(request)
-                built.set_clock(started, artifact.utc_now())  # for the attestations: never in the bundle's bytes
+                built.set_clock(started, utc_now())  # for the attestations: never in the bundle's bytes
             except BuildFailed as exc:
                 log = exc.context.get("log")
                 if log:

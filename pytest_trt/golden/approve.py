@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_trt.common.fileio import sha256_file
+from pytest_trt.common.filehash import sha256_file
+from pytest_trt.common.units import utc_now
 from pytest_trt.errors import GoldenError, SigningUnavailable
-from pytest_trt.golden import chain, provenance, signing, signoff
+from pytest_trt.golden import chain, signing, signoff
 from pytest_trt.golden.approvals import approver, held_log, log_path
 
 
@@ -76,7 +77,7 @@ def cosign(golden: Path, config: str | None, reason: str, key: Path, allowed: Pa
     if signer.principal in before.counted:
         raise ApprovalRefused(f"{signer.principal} already signed {label}")
     record: dict[str, Any] = {
-        "kind": "cosign", "time": provenance.utc_now(), "approver": approver(cwd), "reason": reason,
+        "kind": "cosign", "time": utc_now(microseconds=False), "approver": approver(cwd), "reason": reason,
         "file": golden.name, "config": config, "generation": generation, "file_sha256": sha,
         signoff.REFRESH_LINE: before.refresh_sha256,
     }

@@ -22,7 +22,8 @@ from typing import Any
 
 import h5py
 
-from pytest_trt.common.fileio import LOCK_TIMEOUT_S, acquire_lock, edited_copy, sha256_file
+from pytest_trt.common.filehash import sha256_file
+from pytest_trt.common.fileio import LOCK_TIMEOUT_S, acquire_lock, edited_copy
 from pytest_trt.errors import GoldenError, LockTimeout
 from pytest_trt.golden import digest_file, integrity, layout, store, writers
 from pytest_trt.golden.blocks import BLOCKS_FIELD, file_digests

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_trt.common.background import Future, on_thread
-from pytest_trt.common.fileio import FileKey, file_identity, remember_sha256
+from pytest_trt.common.filehash import FileKey, file_identity, remember_sha256
 from pytest_trt.errors import GoldenCorrupt
 from pytest_trt.golden.approvals import log_path
 from pytest_trt.golden.digest_file import mismatch_error

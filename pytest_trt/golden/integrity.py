@@ -23,7 +23,7 @@ import os
 import stat
 from pathlib import Path
 
-from pytest_trt.common.fileio import FileKey, file_identity, known_sha256, prefetch_sha256, sha256_file
+from pytest_trt.common.filehash import FileKey, file_identity, known_sha256, prefetch_sha256, sha256_file
 from pytest_trt.errors import GoldenCorrupt
 from pytest_trt.golden.blocks import BlockVerifier
 from pytest_trt.golden.digest_file import mismatch_error, read_sidecar, restore_hint

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pytest_trt.common.fileio import file_identity
+from pytest_trt.common.filehash import file_identity
 from pytest_trt.errors import GoldenCorrupt
 from pytest_trt.golden.digest_file import lfs_note, restore_hint, sidecar_path
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from pytest_trt.common.units import utc_now
 
 #: fields compared between a snapshot and the engine; the others are informational
 TAINT_FIELDS = ("backend", "backend_version", "device", "config_hash", "onnx_sha256", "dataset_sha256")
@@ -76,10 +77,6 @@ class Provenance:
         )
 
 
-def utc_now() -> str:
-    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-
-
 def plugin_version() -> str:
     try:
         from importlib.metadata import PackageNotFoundError, version
@@ -119,7 +116,7 @@ def from_engine(engine: Any, *, dataset_sha256: str, cwd: Path | None, created: 
         onnx_sha256=str(result.onnx_sha256),
         dataset_sha256=dataset_sha256,
         plugin_version=plugin_version(),
-        created=created or utc_now(),
+        created=created or utc_now(microseconds=False),
         git_commit=git_commit(cwd) if cwd is not None else None,
     )
 
@@ -134,6 +131,6 @@ def from_outputs(config: Any, *, dataset_sha256: str, cwd: Path | None, created:
         onnx_sha256=str(config.onnx_sha256) if config is not None else "",
         dataset_sha256=dataset_sha256,
         plugin_version=plugin_version(),
-        created=created or utc_now(),
+        created=created or utc_now(microseconds=False),
         git_commit=git_commit(cwd) if cwd is not None else None,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pytest_trt.common.fileio import sha256_file
+from pytest_trt.common.filehash import sha256_file
 from pytest_trt.errors import ReportReferenceError
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import h5py
 import numpy as np
 
+from pytest_trt.common.units import utc_now
 from pytest_trt.compare.accumulate import baseline_of
 from pytest_trt.compare.assess import unevaluable
 from pytest_trt.compare.thresholds import ThresholdSet
@@ -146,7 +147,7 @@ def update(scope: GoldenScope, config: Any, engine: Any, outputs: Mapping[str, n
             if old_record is not None and record_json is not None:
                 diff = structure.diff(structure.load_normalized(old_record), structure.load_normalized(record_json))
             approval = Approval(
-                time=provenance.utc_now(), approver=approver(settings.rootdir), reason=settings.approve,
+                time=utc_now(microseconds=False), approver=approver(settings.rootdir), reason=settings.approve,
                 file=path.name, config=name, generation=generation,
                 old_provenance=old_prov.to_dict() if old_prov else None, new_provenance=new_prov.to_dict(),
                 deltas={n: m.to_dict() for n, m in deltas.items()},

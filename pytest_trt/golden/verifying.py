@@ -162,7 +162,7 @@ def _refuse_unapproved(g: GoldenFile, snap: SnapshotView, path: Path, scope: Gol
     ``trt_approvals_required``) one without valid approval signatures, is not evidence."""
     _refuse_edited(g, snap, path)
     if scope.settings.signoff_required:
-        from pytest_trt.common.fileio import sha256_file
+        from pytest_trt.common.filehash import sha256_file
         from pytest_trt.golden import signoff
 
         signoff.require(path, snap.config, snap.generation, g.sha256 or sha256_file(path), scope.settings)

@@ -42,7 +42,7 @@ def spec_from_golden(path: Path, *, config: str | None = None, policy: Any = Non
     Means and bootstrap SDs are the ones the golden recorded for its drift check (computed the same way when a
     golden predates them); histograms are computed from the snapshot's outputs.
     """
-    from pytest_trt.common.fileio import sha256_file
+    from pytest_trt.common.filehash import sha256_file
     from pytest_trt.compare import accumulate
     from pytest_trt.golden.store import GoldenFile
     from pytest_trt.monitor.spec import MonitorSpec, Policy, output_reference

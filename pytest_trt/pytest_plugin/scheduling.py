@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from xdist.scheduler import LoadGroupScheduling
 
-from pytest_trt.pytest_plugin.grouping import read_groups
+from pytest_trt.pytest_plugin.grouping import GROUPS_DIR_KEY, read_groups
 
 
 class ConfigGroupScheduling(LoadGroupScheduling):  # type: ignore[misc]  # pytest-xdist ships no type hints
@@ -30,3 +30,35 @@ class ConfigGroupScheduling(LoadGroupScheduling):  # type: ignore[misc]  # pytes
         if group is not None:
             return group
         return str(super()._split_scope(nodeid))
+
+
+class GroupsFolder:
+    """The xdist controller's side under ``--dist loadgroup`` (registered by the session): the folder the workers
+    write their groups into, named in each worker's ``workerinput``, read by the scheduler, removed at the end."""
+
+    NAME = "trt-xdist-groups"
+
+    def __init__(self) -> None:
+        self.folder: Path | None = None
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        if self.folder is None:
+            import tempfile
+
+            self.folder = Path(tempfile.mkdtemp(prefix="pytest-trt-xdist-groups-"))
+        node.workerinput[GROUPS_DIR_KEY] = str(self.folder)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        """xdist's group scheduling with the groups the workers wrote (pytest 9.2 keeps xdist from writing them
+        into the test ids)."""
+        if self.folder is None:
+            return None
+        return ConfigGroupScheduling(config, log, self.folder)
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.folder is not None:
+            import shutil
+
+            shutil.rmtree(self.folder, ignore_errors=True)

@@ -18,7 +18,6 @@ from pytest_trt import options as opt
 from pytest_trt.errors import TrtError
 
 if TYPE_CHECKING:
-    from pathlib import Path
 
     from pytest_trt.audit.recorder import BundleRecorder, EngineAudit
     from pytest_trt.catalog.archiving import ArchiveOutcome
@@ -80,12 +79,15 @@ class TrtSession:
         self.archived: ArchiveOutcome | None = None
         self._provider: EngineProvider | None = None
         self._recorder: BundleRecorder | None = None
-        self._groups_dir: Path | None = None  # xdist controller under --dist loadgroup: where workers write groups
 
     @classmethod
     def register(cls, config: pytest.Config) -> TrtSession:
         session = config.stash[SESSION] = cls(config)
         config.pluginmanager.register(session, PLUGIN_NAME)
+        if getattr(config.option, "dist", None) == "loadgroup" and not session._is_worker:
+            from pytest_trt.pytest_plugin.scheduling import GroupsFolder
+
+            config.pluginmanager.register(GroupsFolder(), GroupsFolder.NAME)
         pins = session._audit.pins if session._audit is not None else None
         if pins is not None and not session._is_worker:  # the controller checks for all workers
             session._check_pins(pins)
@@ -352,36 +354,6 @@ class TrtSession:
         paths = [Path(row["path"]) for row in rows]
         if paths:
             self.archived = self.archive.run(paths, self.audit.bundle_dir, self.config.invocation_params.dir)
-
-    # -- the xdist controller: scheduling by group under --dist loadgroup ---------------------------------
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_configure_node(self, node: Any) -> None:
-        if self.config.getvalue("dist") != "loadgroup":
-            return
-        if self._groups_dir is None:
-            import tempfile
-            from pathlib import Path
-
-            self._groups_dir = Path(tempfile.mkdtemp(prefix="pytest-trt-xdist-groups-"))
-        from pytest_trt.pytest_plugin.grouping import GROUPS_DIR_KEY
-
-        node.workerinput[GROUPS_DIR_KEY] = str(self._groups_dir)
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
-        """Under ``--dist loadgroup``, xdist's group scheduling with the groups the workers wrote (pytest 9.2 keeps
-        xdist from writing them into the test ids); None leaves every other ``--dist`` to xdist."""
-        if self._groups_dir is None or config.getvalue("dist") != "loadgroup":
-            return None
-        from pytest_trt.pytest_plugin.scheduling import ConfigGroupScheduling
-
-        return ConfigGroupScheduling(config, log, self._groups_dir)
-
-    def pytest_unconfigure(self, config: pytest.Config) -> None:
-        if self._groups_dir is not None:
-            import shutil
-
-            shutil.rmtree(self._groups_dir, ignore_errors=True)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:

@@ -203,13 +203,13 @@ def test_attest_verify_passes_every_check(attested):
 
 def test_provenance_times_come_from_the_clock(tmp_path, small_build, monkeypatch):
     """The provider reads the clock around the build; the times reach the provenance, not the bundle."""
-    from pytest_trt import artifact
+    from pytest_trt.common import units
     from pytest_trt.engines.cache import EngineCache
 
     ticks = iter(["2031-07-04T10:00:00.000001Z", "2031-07-04T10:00:09.500000Z"])
-    monkeypatch.setattr(artifact, "utc_now", lambda: next(ticks))
+    monkeypatch.setattr(units, "utc_now", lambda: next(ticks))
     result = dataclasses.replace(small_build)
-    result.set_clock(artifact.utc_now(), artifact.utc_now())
+    result.set_clock(units.utc_now(), units.utc_now())
     cache = EngineCache(tmp_path / "cache")
     cache.store("k" * 64, result)
     loaded = cache.load("k" * 64)

@@ -13,8 +13,7 @@ import pytest
 
 from pytest_trt import BuildConfig, Profile
 from pytest_trt.backends.request import BuildRequest, as_request
-from pytest_trt.common import fileio as fileio_module
-from pytest_trt.common import hostprobe
+from pytest_trt.common import filehash, hostprobe
 from pytest_trt.engines.provider import EngineProvider
 from pytest_trt.testing import SpyBackend
 from tests.conftest import needs_ort, needs_rtx
@@ -44,7 +43,7 @@ def test_a_cache_miss_validates_hashes_and_probes_once(
 ) -> None:
     memo = CountingMemo()
     memo.stores = []
-    monkeypatch.setattr(fileio_module, "_SHA256_MEMO", memo)
+    monkeypatch.setattr(filehash, "_SHA256_MEMO", memo)
     probes: list[tuple[str, ...]] = []
     real_run = hostprobe._run
     monkeypatch.setattr(hostprobe, "_run", lambda *cmd: probes.append(cmd) or real_run(*cmd))
@@ -90,9 +89,11 @@ def test_the_engine_is_hashed_once_per_write_and_once_per_hit(
     tmp_path: Path, config: BuildConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import pytest_trt.artifact
+    import pytest_trt.common.filehash
 
     counter = CountingHashlib()
-    monkeypatch.setattr(pytest_trt.artifact, "hashlib", counter)  # the cache hashes through the artifact
+    for module in (pytest_trt.artifact, pytest_trt.common.filehash):  # the cache hashes through both
+        monkeypatch.setattr(module, "hashlib", counter)
     provider = EngineProvider("tensorrt-rtx", cache_dir=tmp_path / "cache", build=True)
     engine = provider.get(config)
     assert not provider.flush()

@@ -69,6 +69,7 @@ def _engine_hashes(monkeypatch, engine: bytes) -> list[int]:  # type: ignore[no-
     import hashlib
 
     from pytest_trt import artifact
+    from pytest_trt.common import filehash
 
     calls: list[int] = []
     real = hashlib.sha256
@@ -79,7 +80,7 @@ def _engine_hashes(monkeypatch, engine: bytes) -> list[int]:  # type: ignore[no-
         return real(data)
 
     monkeypatch.setattr(artifact.hashlib, "sha256", counting)
-    monkeypatch.setattr(artifact, "HASH_THREAD_BYTES", 1 << 40)  # inline, where the count sees it
+    monkeypatch.setattr(filehash, "HASH_THREAD_BYTES", 1 << 40)  # inline, where the count sees it
     return calls
 
 
@@ -87,9 +88,9 @@ def test_a_hit_stamps_the_engine_and_the_next_hit_takes_its_digest_without_hashi
     import hashlib
     import json
 
-    from pytest_trt.common import fileio
+    from pytest_trt.common import filehash
 
-    monkeypatch.setattr(fileio, "STAMP_SETTLE_NS", -(10**12))  # stamp a file written just now
+    monkeypatch.setattr(filehash, "STAMP_SETTLE_NS", -(10**12))  # stamp a file written just now
     cache = EngineCache(tmp_path)
     folder = cache.store(KEY_A, result)
     expected = hashlib.sha256(result.engine).hexdigest()  # before the count starts (it patches hashlib itself)
@@ -108,9 +109,9 @@ def test_a_hit_stamps_the_engine_and_the_next_hit_takes_its_digest_without_hashi
 def test_an_engine_edited_in_place_after_its_stamp_is_hashed_again_and_refused(tmp_path, result, monkeypatch):
     import os
 
-    from pytest_trt.common import fileio
+    from pytest_trt.common import filehash
 
-    monkeypatch.setattr(fileio, "STAMP_SETTLE_NS", -(10**12))
+    monkeypatch.setattr(filehash, "STAMP_SETTLE_NS", -(10**12))
     cache = EngineCache(tmp_path)
     folder = cache.store(KEY_A, result)
     assert cache.load(KEY_A) is not None and (folder / "engine.plan.verified").is_file()

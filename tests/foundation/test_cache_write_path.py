@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_trt import artifact
-from pytest_trt.artifact import ENGINE_FILE, HASH_THREAD_BYTES, EngineDigest
+from pytest_trt.artifact import ENGINE_FILE
+from pytest_trt.common import filehash, fileio
+from pytest_trt.common.filehash import HASH_THREAD_BYTES, EngineDigest
 from pytest_trt.engines.cache import EngineCache
 from tests.conftest import needs_rtx
 
@@ -36,7 +37,7 @@ def large_result():
 
 def _slow_engine_write(monkeypatch: pytest.MonkeyPatch, *, delay: float = 0.3) -> list[str]:
     """Delay the engine file's write (only it), so an entry renamed before that write ends would lack it."""
-    real = artifact._write_file
+    real = fileio._write_new
     threads: list[str] = []
 
     def slow(path: Path, data: bytes) -> None:
@@ -45,7 +46,7 @@ def _slow_engine_write(monkeypatch: pytest.MonkeyPatch, *, delay: float = 0.3) -
             time.sleep(delay)
         real(path, data)
 
-    monkeypatch.setattr(artifact, "_write_file", slow)
+    monkeypatch.setattr(fileio, "_write_new", slow)
     return threads
 
 
@@ -70,7 +71,7 @@ def test_an_entry_is_published_only_with_its_whole_engine(tmp_path, large_result
 
 @needs_rtx
 def test_a_failed_engine_write_publishes_nothing_and_is_reported(tmp_path, large_result, monkeypatch):
-    real = artifact._write_file
+    real = fileio._write_new
 
     def full_disk(path: Path, data: bytes) -> None:
         if path.name == ENGINE_FILE:
@@ -78,7 +79,7 @@ def test_a_failed_engine_write_publishes_nothing_and_is_reported(tmp_path, large
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
         real(path, data)
 
-    monkeypatch.setattr(artifact, "_write_file", full_disk)
+    monkeypatch.setattr(fileio, "_write_new", full_disk)
     cache = EngineCache(tmp_path)
     with pytest.raises(OSError, match="No space left on device"):
         cache.store(KEY, large_result)
@@ -109,7 +110,7 @@ def test_a_real_build_starts_one_digest_on_the_builders_buffer(tmp_path, monkeyp
                          profiles=[Profile(input=((1, 3, 32, 32), (2, 3, 32, 32), (4, 3, 32, 32)))])
     backend = create_backend("tensorrt-rtx")
     backend.build_config(config)  # warm: the backend's modules load outside the count
-    real = artifact.on_thread
+    real = filehash.on_thread
     names: list[str] = []
     waits: list[float] = []
 
@@ -118,7 +119,7 @@ def test_a_real_build_starts_one_digest_on_the_builders_buffer(tmp_path, monkeyp
         waits.append(kwargs.get("wait_start", 0.0))
         return real(name, *steps, **kwargs)
 
-    monkeypatch.setattr(artifact, "on_thread", counting)
+    monkeypatch.setattr(filehash, "on_thread", counting)
     result = backend.build_config(config)
     assert names.count("engine-sha256") == 1, names
     # the build goes on holding the GIL (the copy, the log's conversion): it waits for the hash to begin first

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_trt.artifact import EngineDigest, LogEntry, format_log, split_log
+from pytest_trt.artifact import LogEntry, format_log, split_log
+from pytest_trt.common.filehash import EngineDigest
 
 ENTRIES = (
     LogEntry("INFO", 0.0, "one"),
@@ -110,6 +111,7 @@ def test_a_failed_engine_write_publishes_no_cache_entry(tmp_path: Path, monkeypa
     import errno
 
     from pytest_trt import artifact
+    from pytest_trt.common import fileio
     from pytest_trt.engines.cache import EngineCache
 
     result = artifact.BuildResult(
@@ -121,7 +123,7 @@ def test_a_failed_engine_write_publishes_no_cache_entry(tmp_path: Path, monkeypa
         path.write_bytes(data[:10])  # a torn start, then the device is full
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
 
-    monkeypatch.setattr(artifact, "_write_file", full_disk)
+    monkeypatch.setattr(fileio, "_write_new", full_disk)
     cache = EngineCache(tmp_path / "cache")
     key = "ab" * 32
     with pytest.raises(OSError, match="No space left"):
@@ -137,7 +139,7 @@ def test_a_failed_engine_write_publishes_no_cache_entry(tmp_path: Path, monkeypa
 FORK_SCRIPT = """
 import hashlib, os, threading
 from pytest_trt.engines import provider as session
-from pytest_trt.artifact import EngineDigest
+from pytest_trt.common.filehash import EngineDigest
 from pytest_trt.common.background import Future, on_thread
 
 gate = threading.Event()

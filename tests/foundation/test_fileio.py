@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from pytest_trt.common.filehash import sha256_file
 from pytest_trt.common.fileio import (
     acquire_lock,
     locked,
     replace_directory,
-    sha256_file,
     write_bytes_atomic,
     write_json_atomic,
     write_text_atomic,

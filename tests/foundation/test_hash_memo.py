@@ -6,8 +6,8 @@ import hashlib
 import os
 from pathlib import Path
 
-from pytest_trt.common import fileio
-from pytest_trt.common.fileio import sha256_file
+from pytest_trt.common import filehash
+from pytest_trt.common.filehash import sha256_file
 
 
 def test_memo_returns_the_hash_and_sees_every_edit(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -22,7 +22,7 @@ def test_memo_returns_the_hash_and_sees_every_edit(tmp_path: Path, monkeypatch) 
         calls.append(1)
         return real(*args)
 
-    monkeypatch.setattr(fileio.hashlib, "sha256", counting)
+    monkeypatch.setattr(filehash.hashlib, "sha256", counting)
     assert sha256_file(path, memo=True) == first and calls == []  # memoised: not read again
     st = os.stat(path)
     path.write_bytes(b"B" * 4096)  # same size ...
@@ -38,15 +38,15 @@ def test_memo_returns_the_hash_and_sees_every_edit(tmp_path: Path, monkeypatch) 
 _READER = """
 import sys
 from pathlib import Path
-from pytest_trt.common import fileio
-fileio.set_stamp_folder(Path(sys.argv[1]))
+from pytest_trt.common import filehash, fileio
+filehash.set_stamp_folder(Path(sys.argv[1]))
 read = []
-real = fileio._sha256_of
+real = filehash._sha256_of
 def counting(fh):
     read.append(1)
     return real(fh)
-fileio._sha256_of = counting
-print(fileio.sha256_file(sys.argv[2], memo=True, stamped=True), len(read))
+filehash._sha256_of = counting
+print(filehash.sha256_file(sys.argv[2], memo=True, stamped=True), len(read))
 """
 
 
@@ -62,14 +62,14 @@ def _other_process(stamps: Path, model: Path) -> tuple[str, int]:
 
 def _settled(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Stamp files written just now (the default waits a second after a file's last change)."""
-    monkeypatch.setattr(fileio, "STAMP_SETTLE_NS", -(10**12))
+    monkeypatch.setattr(filehash, "STAMP_SETTLE_NS", -(10**12))
 
 
 def test_a_second_process_reads_the_stamp_and_hashes_again_after_each_kind_of_change(tmp_path: Path,
                                                                                      monkeypatch) -> None:  # type: ignore[no-untyped-def]
     stamps, model = tmp_path / "identity", tmp_path / "model.onnx"
     model.write_bytes(b"A" * 4096)
-    monkeypatch.setattr(fileio, "_STAMP_FOLDER", [stamps])
+    monkeypatch.setattr(filehash, "_STAMP_FOLDER", [stamps])
     _settled(monkeypatch)
     assert sha256_file(model, memo=True, stamped=True) == hashlib.sha256(b"A" * 4096).hexdigest()
     assert len(list(stamps.iterdir())) == 1
@@ -102,21 +102,21 @@ def test_a_second_process_reads_the_stamp_and_hashes_again_after_each_kind_of_ch
 
 
 def test_each_identity_field_invalidates_a_stamp(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(fileio, "_STAMP_FOLDER", [tmp_path / "identity"])
+    monkeypatch.setattr(filehash, "_STAMP_FOLDER", [tmp_path / "identity"])
     key = (str(tmp_path / "m.onnx"), 10, 2 * 10**18, 2 * 10**18, 77)
-    assert fileio.write_stamp(key, "ab" * 32, hashed_at=3 * 10**18)
-    assert fileio.read_stamp(key) == "ab" * 32
+    assert filehash.write_stamp(key, "ab" * 32, hashed_at=3 * 10**18)
+    assert filehash.read_stamp(key) == "ab" * 32
     for i in range(1, 5):  # size, mtime_ns, ctime_ns, inode
         changed = list(key)
         changed[i] += 1
-        assert fileio.read_stamp(tuple(changed)) is None, i  # type: ignore[arg-type]
+        assert filehash.read_stamp(tuple(changed)) is None, i  # type: ignore[arg-type]
 
 
 def test_a_file_changed_within_the_last_second_gets_no_stamp(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """File times tick coarsely: a same-size rewrite within one tick keeps the identity, so a file that changed
     just before it was hashed is not stamped (it is still memoised in this process)."""
     stamps, model = tmp_path / "identity", tmp_path / "model.onnx"
-    monkeypatch.setattr(fileio, "_STAMP_FOLDER", [stamps])
+    monkeypatch.setattr(filehash, "_STAMP_FOLDER", [stamps])
     model.write_bytes(b"A" * 4096)
     sha256_file(model, memo=True, stamped=True)
     assert not stamps.exists() or not list(stamps.iterdir())

@@ -17,10 +17,9 @@ from pathlib import Path
 import pytest
 
 from pytest_trt import BuildConfig, Profile
-from pytest_trt import artifact as artifact_module
 from pytest_trt.artifact import BUILD_FILE, ENGINE_FILE, BuildResult
 from pytest_trt.audit import environment
-from pytest_trt.common import logtext
+from pytest_trt.common import filehash, logtext
 from pytest_trt.engines.cache import EngineCache
 from pytest_trt.errors import CacheCorrupt
 from tests.conftest import needs_rtx
@@ -109,14 +108,14 @@ def test_a_tampered_engine_is_refused_on_a_hit(entry, tmp_path, monkeypatch, thr
     copy = EngineCache(tmp_path / "cache")
     shutil.copytree(cache.entry_dir(key), copy.entry_dir(key))
     started: list[str] = []
-    real_on_thread = artifact_module.on_thread
+    real_on_thread = filehash.on_thread
 
     def spy(name, *steps, **kwargs):
         started.append(name)
         return real_on_thread(name, *steps, **kwargs)
 
-    monkeypatch.setattr(artifact_module, "on_thread", spy)
-    monkeypatch.setattr(artifact_module, "HASH_THREAD_BYTES", 0 if threaded else 1 << 40)
+    monkeypatch.setattr(filehash, "on_thread", spy)
+    monkeypatch.setattr(filehash, "HASH_THREAD_BYTES", 0 if threaded else 1 << 40)
     assert copy.load(key) is not None
     assert started == (["engine-sha256"] if threaded else [])
     plan = copy.entry_dir(key) / ENGINE_FILE
@@ -128,7 +127,7 @@ def test_a_tampered_engine_is_refused_on_a_hit(entry, tmp_path, monkeypatch, thr
 
 
 def test_a_small_engine_is_hashed_without_a_thread():
-    assert 1 << 20 < artifact_module.HASH_THREAD_BYTES  # the example engines (0.5 MB) are hashed inline
+    assert 1 << 20 < filehash.HASH_THREAD_BYTES  # the example engines (0.5 MB) are hashed inline
 
 
 # -- installed distributions: memoised by a fingerprint of sys.path -------------------------------------------

@@ -107,7 +107,7 @@ def write_topk_model(path: Path, *, classes: int = 4, damp: float = 1.0) -> Path
 def reseal(path: Path) -> None:
     """After a test edits a golden file by hand: record its new bytes as approved (its ``.sha256`` sidecar),
     so the check goes on to what the edit is about (a hand edit that also rewrites the sidecar)."""
-    from pytest_trt.common.fileio import sha256_file
+    from pytest_trt.common.filehash import sha256_file
     from pytest_trt.golden.digest_file import write_sidecar
 
     write_sidecar(path, [sha256_file(path)])

@@ -25,7 +25,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
-from pytest_trt.common.fileio import sha256_file
+from pytest_trt.common.filehash import sha256_file
 from pytest_trt.config import BuildConfig, Profile
 from pytest_trt.errors import ApprovalLogWarning, FolderUnusable, GoldenCorrupt
 from pytest_trt.golden import digest_file, probe

@@ -43,7 +43,7 @@ def test_slash_outputs_approve_then_check(project: pytest.Pytester) -> None:
 
 PREFETCH_COUNTER = """
 import pytest
-from pytest_trt.common import background, fileio
+from pytest_trt.common import background, filehash, fileio
 from pytest_trt.golden import blocks, integrity
 
 STARTED = []
@@ -53,12 +53,12 @@ def counting(name, *steps, **kwargs):
     STARTED.append(name)
     return _on_thread(name, *steps, **kwargs)
 
-fileio.on_thread = blocks.on_thread = counting
+filehash.on_thread = blocks.on_thread = counting
 
 def pytest_sessionfinish(session):
     with open("prefetched.txt", "w") as fh:
         fh.write(f"{STARTED.count('golden-blocks')} {STARTED.count('sha256-prefetch')} {len(integrity._VERIFIERS)} "
-                 f"{len(fileio._SHA256_MEMO)}")
+                 f"{len(filehash._SHA256_MEMO)}")
 """
 
 

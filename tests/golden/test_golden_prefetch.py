@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_trt.common import fileio
+from pytest_trt.common import filehash
 from pytest_trt.errors import GoldenCorrupt
 from pytest_trt.golden import blocks, digest_file, integrity
 from pytest_trt.golden.workflow import GoldenSettings, prefetch
@@ -22,11 +22,11 @@ from pytest_trt.golden.workflow import GoldenSettings, prefetch
 
 @pytest.fixture(autouse=True)
 def _fresh() -> Iterator[None]:
-    fileio._SHA256_MEMO.clear()
-    fileio._PENDING.clear()
+    filehash._SHA256_MEMO.clear()
+    filehash._PENDING.clear()
     yield
-    fileio._SHA256_MEMO.clear()
-    fileio._PENDING.clear()
+    filehash._SHA256_MEMO.clear()
+    filehash._PENDING.clear()
     for verifier in integrity._VERIFIERS.values():
         verifier.close()
     integrity._VERIFIERS.clear()
@@ -42,8 +42,8 @@ def golden(tmp_path: Path) -> Path:
 
 
 def _wait(path: Path) -> None:
-    assert fileio._PENDING, f"no hash of {path} was started"
-    for future in list(fileio._PENDING.values()):
+    assert filehash._PENDING, f"no hash of {path} was started"
+    for future in list(filehash._PENDING.values()):
         future.result()
 
 
@@ -60,9 +60,9 @@ def test_prefetched_digest_is_what_the_check_uses(golden: Path, monkeypatch: pyt
     def no_inline_hash() -> Any:
         raise AssertionError("hashed in line although the prefetched digest was ready")
 
-    monkeypatch.setattr(fileio.hashlib, "sha256", no_inline_hash)
+    monkeypatch.setattr(filehash.hashlib, "sha256", no_inline_hash)
     assert integrity.check_file(golden) == digest_file.read_sidecar(golden)[0]  # type: ignore[index]
-    assert not fileio._PENDING
+    assert not filehash._PENDING
 
 
 def test_file_changed_after_the_early_hash_is_hashed_again_and_fails(golden: Path) -> None:
@@ -91,10 +91,10 @@ def test_file_changed_while_it_is_hashed_is_hashed_again_and_fails(golden: Path,
         def hexdigest(self) -> str:
             return self._h.hexdigest()
 
-    monkeypatch.setattr(fileio.hashlib, "sha256", Changing)
+    monkeypatch.setattr(filehash.hashlib, "sha256", Changing)
     assert integrity.prefetch(golden)
     _wait(golden)
-    monkeypatch.setattr(fileio.hashlib, "sha256", real)
+    monkeypatch.setattr(filehash.hashlib, "sha256", real)
     with pytest.raises(GoldenCorrupt, match="does not match its approved digest"):
         integrity.check_file(golden)
 
@@ -104,9 +104,9 @@ def test_prefetch_that_cannot_start_leaves_the_check_to_hash_in_line(golden: Pat
     def refuse(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("can't start new thread")
 
-    monkeypatch.setattr(fileio, "on_thread", refuse)
+    monkeypatch.setattr(filehash, "on_thread", refuse)
     assert not integrity.prefetch(golden)
-    assert not fileio._PENDING
+    assert not filehash._PENDING
     assert integrity.check_file(golden) == digest_file.read_sidecar(golden)[0]  # type: ignore[index]
     _flip(golden, 10)
     with pytest.raises(GoldenCorrupt, match="does not match"):
@@ -118,9 +118,9 @@ def test_prefetch_whose_hash_failed_leaves_the_check_to_hash_in_line(golden: Pat
     def fail(path: Any, key: Any) -> Any:
         raise OSError("disk went away")
 
-    monkeypatch.setattr(fileio, "_hash_stable", fail)
+    monkeypatch.setattr(filehash, "_hash_stable", fail)
     assert integrity.prefetch(golden)
-    for future in list(fileio._PENDING.values()):
+    for future in list(filehash._PENDING.values()):
         with pytest.raises(OSError):
             future.result()
     monkeypatch.undo()
@@ -135,11 +135,11 @@ def test_nothing_is_prefetched_without_a_digest_file_or_a_golden(tmp_path: Path,
     settings = GoldenSettings(golden_dir=tmp_path)
     prefetch(settings, None)
     prefetch(settings, "missing")
-    assert not fileio._PENDING
+    assert not filehash._PENDING
     prefetch(settings, "model")
-    assert len(fileio._PENDING) == 1
+    assert len(filehash._PENDING) == 1
     prefetch(settings, "model")  # once per file identity
-    assert len(fileio._PENDING) == 1
+    assert len(filehash._PENDING) == 1
 
 
 # -- blocks checked against the digests the approval logged ---------------------------------------------------
@@ -189,7 +189,7 @@ def test_reader_gives_checked_blocks_only_and_a_damaged_block_fails(blocked: Pat
 
 
 def known_whole(path: Path) -> str | None:
-    return fileio.known_sha256(fileio.file_identity(path, path.stat()))
+    return filehash.known_sha256(filehash.file_identity(path, path.stat()))
 
 
 def test_damaged_block_no_read_touches_fails_at_the_end(blocked: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -218,7 +218,7 @@ def test_clean_file_checked_on_another_core_is_remembered_whole(blocked: Path) -
 
 def test_file_changed_after_its_blocks_were_checked_early_is_checked_again(blocked: Path) -> None:
     assert integrity.prefetch(blocked)
-    early = integrity._VERIFIERS[fileio.file_identity(blocked, blocked.stat())]
+    early = integrity._VERIFIERS[filehash.file_identity(blocked, blocked.stat())]
     early.finish()  # every block checked, the file's digest remembered for its identity then
     _flip(blocked, 5 * BLOCK)
     verifier = _opened(blocked)
@@ -249,7 +249,7 @@ def test_golden_whose_size_or_log_line_differs_is_hashed_whole(blocked: Path) ->
     log = blocked.parent / "APPROVALS.jsonl"
     log.write_text(log.read_text().replace('"model.h5"', '"other.h5"'))
     assert integrity.open_checked(blocked) == (digest_file.read_sidecar(blocked)[0], None)  # type: ignore[index]
-    fileio._SHA256_MEMO.clear()
+    filehash._SHA256_MEMO.clear()
     with blocked.open("ab") as fh:
         fh.write(b"x")
     with pytest.raises(GoldenCorrupt, match="does not match its approved digest"):
