@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pytest_trt.common.backend_version import backend_version_of
 from pytest_trt.common.filehash import BUILD_HASH_START_WAIT_S, HASH_THREAD_BYTES, EngineDigest, StampedRead
 from pytest_trt.common.fileio import write_plain
 from pytest_trt.common.logtext import (
@@ -36,10 +37,11 @@ from pytest_trt.common.logtext import (
     split_log,
     without_log_index,
 )
+from pytest_trt.errors import CacheCorrupt
 
 #: LogEntry and the build.log helpers live in :mod:`pytest_trt.common.logtext` and are part of this module's face
 __all__ = ["ARTIFACT_SCHEMA", "BUILD_FILE", "CONFIG_FILE", "ENGINE_FILE", "LOG_FILE", "SEVERITIES", "BuildMembers",
-           "BuildResult", "EngineDigest", "LogEntry", "Requested", "backend_version_of", "format_log",
+           "BuildResult", "EngineDigest", "LogEntry", "Requested", "format_log",
            "iter_log_lines", "split_log"]
 
 ARTIFACT_SCHEMA = 1
@@ -178,8 +180,18 @@ class BuildResult:
     if not TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any attribute name
 
         def __getattr__(self, name: str) -> Any:
-            # Reached only for a name missing from the instance: ``log`` of a result read from a
-            # verified cache entry, which keeps build.log as text until the entries are first used.
+            # Reached only for a name missing from the instance, of a result read from a verified cache entry:
+            # ``log`` (build.log kept as text until the entries are first used) and ``engine`` (a stamped engine
+            # file, read when first used and checked against its stamp then).
+            if name == "engine" and "_lazy_engine" in self.__dict__:
+                engine = self.__dict__["_lazy_engine"]
+                try:
+                    data = engine.data()
+                except (OSError, ValueError) as exc:
+                    raise CacheCorrupt(f"cached engine {engine.path}: {exc}; rebuild it (pytest --trt-engine-build "
+                                       "--trt-rebuild)", path=str(engine.path)) from None
+                self.__dict__["engine"] = data
+                return data
             lazy = self.__dict__.get("_lazy_log") if name == "log" else None
             if lazy is None:
                 raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
@@ -303,7 +315,10 @@ class BuildResult:
         hashed on a thread while the other files are read and the log is rebuilt.
         """
         engine = StampedRead(folder / ENGINE_FILE, stamp=folder / ENGINE_STAMP_FILE)
-        result, recorded = cls._read_rest(folder, engine.data, digests or {})
+        result, recorded = cls._read_rest(folder, engine.data() if engine.loaded else b"", digests or {})
+        if not engine.loaded:  # stamped: read when first used (a cache hit whose engine nothing runs never reads it)
+            del result.__dict__["engine"]
+            result.__dict__["_lazy_engine"] = engine
         engine_sha256 = engine.sha256()
         if digests is not None and ENGINE_FILE in digests and engine_sha256 != digests[ENGINE_FILE]:
             raise ValueError(f"{ENGINE_FILE} does not match its sha256")
@@ -375,23 +390,3 @@ class BuildResult:
 
 def _encode_build_json(build: dict[str, Any]) -> bytes:
     return (json.dumps(build, sort_keys=True, separators=(",", ":")) + "\n").encode()
-
-
-def backend_version_of(build: Mapping[str, Any]) -> str:
-    """The backend library version a ``build.json`` object records, as written by any release; ``""`` when none.
-
-    The typed ``backend_version`` field first.  Results made before it existed keep the version in
-    ``versions``: under the backend's module name (``tensorrt``, ``tensorrt_rtx``), its distribution
-    name, ``backend_version`` or ``backend``; the first TensorRT results held the backend's *name*
-    under ``backend``, so only a value that starts with a digit is a version.
-    """
-    typed = build.get("backend_version")
-    if typed:
-        return str(typed)
-    versions = build.get("versions") or {}
-    backend = str(build.get("backend") or "")
-    for key in (backend.replace("-", "_"), backend, "backend_version", "backend"):
-        value = str(versions.get(key) or "")
-        if value[:1].isdigit():
-            return value
-    return ""

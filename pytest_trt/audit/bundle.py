@@ -100,7 +100,7 @@ def canonical_json(data: Any) -> bytes:
 def backend_version(result: BuildResult) -> str:
     """The backend library version a build used (``"unknown"`` when the result lacks it).
 
-    A result read from an older cache entry has it from :func:`pytest_trt.artifact.backend_version_of`.
+    A result read from an older cache entry has it from :func:`pytest_trt.common.backend_version.backend_version_of`.
     """
     return result.backend_version or "unknown"
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from pytest_trt.artifact import backend_version_of
+from pytest_trt.common.backend_version import backend_version_of
 
 if TYPE_CHECKING:
     from pytest_trt.audit.verify import VerifiedBundle

@@ -237,18 +237,40 @@ def read_with_identity(path: Path) -> tuple[bytes, FileKey | None]:
 
 
 class StampedRead:
-    """A file read whole, and its sha256: the stamp's while the file keeps the identity the stamp names, else
-    hashed (on a thread from the read on, for a large file); :meth:`stamp` keeps a verified digest for the next
-    reader."""
+    """A file and its sha256: the stamp's while the file keeps the identity the stamp names, else read and hashed
+    (on a thread from the read on, for a large file); :meth:`stamp` keeps a verified digest for the next reader.
+
+    A stamped file is not read until :meth:`data` is first asked for; that read checks the file still has the
+    stamped identity (else its bytes must hash to the stamped digest) and raises ValueError naming it if not.
+    """
 
     def __init__(self, path: Path, *, stamp: Path) -> None:
+        self.path = path
         self._started = time.time_ns()
-        self.data, self._identity = read_with_identity(path)
         self._stamp_path = stamp
-        self._stamped = read_stamp(self._identity, at=stamp) if self._identity is not None else None
-        large = self._stamped is None and len(self.data) >= HASH_THREAD_BYTES
-        self._pending = EngineDigest(self.data) if large else None
+        self._data: bytes | None = None
+        self._identity: FileKey | None = file_identity(path, os.stat(path))
+        self._stamped = read_stamp(self._identity, at=stamp)
+        self._pending: EngineDigest | None = None
+        if self._stamped is None:  # read now, and hash from now on
+            self._data, self._identity = read_with_identity(path)
+            if len(self._data) >= HASH_THREAD_BYTES:
+                self._pending = EngineDigest(self._data)
         self._digest: str | None = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._data is not None
+
+    def data(self) -> bytes:
+        """The file's bytes: for a stamped file, read now and checked against the stamp."""
+        if self._data is None:
+            data, identity = read_with_identity(self.path)
+            if identity != self._identity and hashlib.sha256(data).hexdigest() != self._stamped:
+                raise ValueError(f"{self.path} changed after it was verified (sha256 {self._stamped}): it is not "
+                                 "the file that was checked")
+            self._data = data
+        return self._data
 
     def sha256(self) -> str:
         if self._digest is None:
@@ -257,7 +279,7 @@ class StampedRead:
             elif self._pending is not None:
                 self._digest = self._pending.hexdigest()
             else:
-                self._digest = hashlib.sha256(self.data).hexdigest()
+                self._digest = hashlib.sha256(self.data()).hexdigest()
         return self._digest
 
     def stamp(self) -> None:

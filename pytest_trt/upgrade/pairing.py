@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_trt.artifact import backend_version_of
 from pytest_trt.audit.failures import FAILED_SUFFIX
+from pytest_trt.common.backend_version import backend_version_of
 from pytest_trt.errors import PairingError
 
 if TYPE_CHECKING:

@@ -228,7 +228,7 @@ def test_approver_and_reason_come_from_the_golden_folders_approvals_log(tmp_path
     ({"backend": "tensorrt", "versions": {"backend": "tensorrt"}}, ""),
 ])
 def test_backend_version_typed_field_first_then_the_versions_table(build, expected):
-    from pytest_trt.artifact import backend_version_of
+    from pytest_trt.common.backend_version import backend_version_of
 
     assert backend_version_of(build) == expected
 

@@ -127,3 +127,35 @@ def test_an_engine_edited_in_place_after_its_stamp_is_hashed_again_and_refused(t
     with pytest.raises(CacheCorrupt, match=r"is corrupt \(engine.plan does not match its sha256\)"):
         cache.load(KEY_A)
     assert calls == [1]
+
+
+def test_a_stamped_hit_reads_its_engine_only_when_used_and_checks_it_then(tmp_path, result, monkeypatch):
+    """A hit whose engine nothing runs never reads the engine file; the first use reads it and refuses a file that
+    changed since it was verified (a same-size edit in place: its bytes no longer hash to the stamp)."""
+    from pytest_trt.common import filehash
+
+    monkeypatch.setattr(filehash, "STAMP_SETTLE_NS", -(10**12))
+    cache = EngineCache(tmp_path)
+    folder = cache.store(KEY_A, result)
+    assert cache.load(KEY_A) is not None and (folder / "engine.plan.verified").is_file()  # stamped
+    reads: list[str] = []
+    real = filehash.read_with_identity
+
+    def counting(path):  # type: ignore[no-untyped-def]
+        reads.append(path.name)
+        return real(path)
+
+    monkeypatch.setattr(filehash, "read_with_identity", counting)
+    hit = cache.load(KEY_A)
+    assert hit is not None and reads == []  # the stamp's digest: the engine file is not read
+    assert hit.engine == result.engine and reads == ["engine.plan"]  # read on first use, once
+    assert hit.engine == result.engine and reads == ["engine.plan"]
+    later = cache.load(KEY_A)
+    assert later is not None
+    plan = folder / "engine.plan"
+    data = bytearray(plan.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    plan.write_bytes(bytes(data))  # same size, in place: a new ctime
+    with pytest.raises(CacheCorrupt, match=r"cached engine .*engine\.plan: .*changed after it was verified.*"
+                                           r"--trt-rebuild"):
+        _ = later.engine
