@@ -200,6 +200,13 @@ class BuildResult:
             self.__dict__["log"] = log
             return log
 
+    def release_engine(self) -> None:
+        """Let go of the engine's bytes when they come from a stamped cache file, read again (and checked) on use."""
+        lazy = self.__dict__.get("_lazy_engine")
+        if lazy is not None:
+            self.__dict__.pop("engine", None)
+            lazy.release()
+
     def log_text(self) -> str:
         lazy = self.__dict__.get("_lazy_log")
         return lazy[1] if lazy is not None else format_log(self.log)

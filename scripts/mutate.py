@@ -541,6 +541,16 @@ MUTANTS = (
            ("tests/foundation/test_cache_integrity.py::"
             "test_a_stamped_hit_reads_its_engine_only_when_used_and_checks_it_then",),
            "every cache hit reads its whole engine into memory, also when nothing runs it"),
+    Mutant("engine-never-released", "pytest_trt/pytest_plugin/session.py",
+           "                        engine.result.release_engine()", "                        pass",
+           ("tests/foundation/test_engine_release.py",),
+           "a session keeps every cached engine it met in memory until it ends"),
+    Mutant("released-engine-kept-by-reader", "pytest_trt/common/filehash.py",
+           "        if self._stamped is not None:\n            self._data = None",
+           "        if False:\n            self._data = None",
+           ("tests/foundation/test_cache_integrity.py::"
+            "test_a_released_engine_is_read_again_on_use_and_a_built_one_is_kept",),
+           "a released engine's bytes stay in memory with the file's reader"),
     Mutant("calibrated-facts-not-laid-over", "pytest_trt/artifact.py",
            "            effective.update(calibrated.effective)\n            extra.update(calibrated.extra)\n",
            "",

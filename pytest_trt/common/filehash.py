@@ -272,6 +272,11 @@ class StampedRead:
             self._data = data
         return self._data
 
+    def release(self) -> None:
+        """Let go of a stamped file's bytes (:meth:`data` reads and checks them again when asked)."""
+        if self._stamped is not None:
+            self._data = None
+
     def sha256(self) -> str:
         if self._digest is None:
             if self._stamped is not None:

@@ -248,6 +248,21 @@ class TrtSession:
             self.golden.prefetch(item)
 
     @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_teardown(self, item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None, None, None]:
+        """After a test, the engines the next test does not name let go of their cached bytes (a stamped cache file
+        is read again on use): a session keeps one config's engine in memory at a time, not every one it met."""
+        try:
+            return (yield)
+        finally:
+            record = item.stash.get(RECORD, None)
+            if record is not None and record.engines:
+                mark = nextitem.get_closest_marker(opt.MARKER) if nextitem is not None else None
+                keep = mark.args[0] if mark is not None and mark.args else None
+                for engine in record.engines:
+                    if engine.config != keep:
+                        engine.result.release_engine()
+
+    @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
         from pytest_trt.engines.current import begin_test, end_test
 

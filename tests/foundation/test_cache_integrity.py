@@ -159,3 +159,22 @@ def test_a_stamped_hit_reads_its_engine_only_when_used_and_checks_it_then(tmp_pa
     with pytest.raises(CacheCorrupt, match=r"cached engine .*engine\.plan: .*changed after it was verified.*"
                                            r"--trt-rebuild"):
         _ = later.engine
+
+
+def test_a_released_engine_is_read_again_on_use_and_a_built_one_is_kept(tmp_path, result, monkeypatch):
+    from pytest_trt.common import filehash
+
+    monkeypatch.setattr(filehash, "STAMP_SETTLE_NS", -(10**12))
+    cache = EngineCache(tmp_path)
+    cache.store(KEY_A, result)
+    assert cache.load(KEY_A) is not None  # stamped
+    hit = cache.load(KEY_A)
+    assert hit is not None and hit.engine == result.engine
+    reads: list[str] = []
+    real = filehash.read_with_identity
+    monkeypatch.setattr(filehash, "read_with_identity", lambda path: reads.append(path.name) or real(path))
+    hit.release_engine()
+    assert reads == [] and hit.engine == result.engine and reads == ["engine.plan"]  # read again, on use
+    built = result  # made by a build: nothing to read it back from
+    built.release_engine()
+    assert "engine" in built.__dict__ and built.engine == result.engine
