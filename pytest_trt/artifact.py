@@ -119,7 +119,7 @@ class BuildResult:
         cls,
         request: Requested,
         *,
-        engine: bytes,
+        engine: bytes | memoryview,
         effective: dict[str, Any],
         durations: dict[str, float],
         log: tuple[LogEntry, ...] = (),
@@ -130,18 +130,23 @@ class BuildResult:
         """The result of building ``request``: the pin (config JSON, hash, ONNX digest), versions and device as the
         request computed them, so every backend records them the same way; ``versions`` adds what only the build
         knows (TensorRT's ONNX parser). ``calibrated``: the explicit calibration whose Q/DQ model was built, its
-        facts laid over the build's."""
+        facts laid over the build's. The engine's sha256 starts on a thread first, on ``engine`` as given (for
+        TensorRT the builder's own buffer: a 103 MB engine is hashed while it is copied into bytes)."""
+        digest = EngineDigest(engine, wait_start=BUILD_HASH_START_WAIT_S)  # begun before the copy holds the GIL
+        engine = bytes(engine)
         known = dict(request.versions if versions is None else versions)
         effective, extra, durations = dict(effective), dict(extra or {}), dict(durations)
         if calibrated is not None:
             effective.update(calibrated.effective)
             extra.update(calibrated.extra)
             durations["calibration"] = calibrated.seconds
-        return cls(
+        result = cls(
             backend=request.backend, engine=engine, log=log, config=request.config_json, effective_config=effective,
             config_hash=request.config_hash, onnx_sha256=request.onnx_sha256, durations=durations, versions=known,
             device=dict(request.device), extra=extra, backend_version=request.versions["backend"],
         )
+        result.__dict__["_engine_digest"] = digest
+        return result
 
     @property
     def seconds(self) -> tuple[float, float]:
@@ -165,11 +170,11 @@ class BuildResult:
         self.__dict__["_engine_digest"] = digest if digest is not None else EngineDigest(self.engine)
 
     def with_log(self, stop_capture: Callable[[], Iterable[LogEntry]]) -> BuildResult:
-        """This result with the build's log, taken from ``stop_capture`` while the engine is hashed on a thread."""
-        # the backend's digest when it started one, else started first: converting the messages takes a while
-        digest = self.pending_engine_digest() or EngineDigest(self.engine, wait_start=BUILD_HASH_START_WAIT_S)
+        """This result with the build's log, taken from ``stop_capture`` while :meth:`built_for`'s digest runs."""
         logged = dataclasses.replace(self, log=tuple(stop_capture()))
-        logged.start_engine_digest(digest)
+        pending = self.pending_engine_digest()
+        if pending is not None:
+            logged.__dict__["_engine_digest"] = pending
         return logged
 
     def pending_engine_digest(self) -> EngineDigest | None:
@@ -281,13 +286,9 @@ class BuildResult:
 
         The caller makes it atomic (temp folder, then rename).
         """
-        # The engine's sha256 (~7 ms for 14.7 MB; hashlib releases the GIL) is computed on a thread (started
-        # when the build returned, see EngineDigest) while the other files are encoded and written; only
-        # build.json, which records it, waits for it.
-        self.start_engine_digest()
+        self.start_engine_digest()  # on a thread (since built_for), while the other files are written: build.json waits
         folder.mkdir(parents=True, exist_ok=True)
-        # a large engine is written on a thread (the write releases the GIL: 103 MB take ~25 ms) while the log
-        # and the JSON files are encoded here; the folder is the caller's only once that write returned
+        # a large engine is written on a thread while the other files are encoded; the folder is whole once it returned
         large = len(self.engine) >= HASH_THREAD_BYTES
         engine_written = write_plain(folder / ENGINE_FILE, self.engine, thread="engine-write" if large else None)
         try:
@@ -326,7 +327,7 @@ class BuildResult:
         if not engine.loaded:  # stamped: read when first used (a cache hit whose engine nothing runs never reads it)
             del result.__dict__["engine"]
             result.__dict__["_lazy_engine"] = engine
-        engine_sha256 = engine.sha256()
+        engine_sha256 = engine.hexdigest()
         if digests is not None and ENGINE_FILE in digests and engine_sha256 != digests[ENGINE_FILE]:
             raise ValueError(f"{ENGINE_FILE} does not match its sha256")
         if engine_sha256 != recorded:

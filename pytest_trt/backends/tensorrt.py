@@ -20,7 +20,6 @@ from pytest_trt.artifact import BuildResult
 from pytest_trt.backends import registry
 from pytest_trt.backends.request import BuildRequest
 from pytest_trt.common import hostprobe
-from pytest_trt.common.filehash import BUILD_HASH_START_WAIT_S, EngineDigest
 from pytest_trt.common.fileio import write_bytes_atomic
 from pytest_trt.config import MEMORY_POOLS, BuildConfig
 from pytest_trt.errors import BuildFailed, EngineNotRunnable, UnsupportedOption
@@ -217,16 +216,12 @@ class TensorRTBackend(registry.BackendBase):
             # evidence: the tactic timings the build started from and left (the config hash says only "one is used")
             extra["timing_cache"] = {"sha256_before": configured.timing_cache_sha256,
                                      "sha256_after": hashlib.sha256(timings).hexdigest()}
-        # the engine's sha256 starts on the builder's own buffer (hashlib releases the GIL) while it is copied
-        # into bytes: 103 MB (a ResNet-50) take ~25 ms to copy and ~50 ms to hash, side by side on two cores
-        view = memoryview(serialized)
-        digest = EngineDigest(view, wait_start=BUILD_HASH_START_WAIT_S)  # begun before the copy holds the GIL
-        result = BuildResult.built_for(  # the pinned config, also for its Q/DQ model's build
-            request, engine=bytes(view), effective=effective, versions=versions,
+        # the engine's sha256 starts on the builder's own buffer while it is copied into bytes: 103 MB (a
+        # ResNet-50) take ~25 ms to copy and ~50 ms to hash, side by side on two cores
+        return BuildResult.built_for(  # the pinned config, also for its Q/DQ model's build
+            request, engine=memoryview(serialized), effective=effective, versions=versions,
             durations={"parse": parse_s, "build": build_s}, extra=extra, calibrated=calibrated,
         )
-        result.start_engine_digest(digest)
-        return result
 
     def _parse_failure(self, config: BuildConfig, parser: Any) -> BuildFailed:
         lines = []

@@ -277,7 +277,7 @@ class StampedRead:
         if self._stamped is not None:
             self._data = None
 
-    def sha256(self) -> str:
+    def hexdigest(self) -> str:
         if self._digest is None:
             if self._stamped is not None:
                 self._digest = self._stamped
@@ -290,4 +290,4 @@ class StampedRead:
     def stamp(self) -> None:
         """Record the digest, which the caller checked, for the next reader (not when it came from the stamp)."""
         if self._stamped is None and self._identity is not None:
-            write_stamp(self._identity, self.sha256(), hashed_at=self._started, at=self._stamp_path)
+            write_stamp(self._identity, self.hexdigest(), hashed_at=self._started, at=self._stamp_path)

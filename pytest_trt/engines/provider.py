@@ -192,7 +192,6 @@ class EngineProvider:
                 if log:
                     exc.log_path = self.cache.save_failure(name, key, format_log(log))
                 raise
-            built.start_engine_digest()  # hashed on a thread from now (a no-op when the backend started it)
             # The test goes on with the engine in memory while a thread writes the cache entry;
             # the key's lock is held until the entry is complete, so other workers wait for it.
             # The thread starts without waiting for it to run (Thread.start waits: up to 4 ms on a busy
