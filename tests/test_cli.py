@@ -346,3 +346,11 @@ def test_golden_tolerance_reports_noise_and_suggestions(tmp_path):
     _no_traceback(bad)
     missing = cli("golden", "tolerance", pins, "cbr", "--golden", tmp_path / "none.h5")
     assert missing.returncode == EXIT_FILE and "none.h5: no such golden file" in missing.stderr
+
+
+def test_the_command_line_imports_no_numpy_to_read_its_arguments() -> None:
+    """Every ``pytest-trt`` call builds the whole parser first: no command group may import numpy (~30 ms) for it."""
+    code = ("import sys; from pytest_trt.cli import build_parser; build_parser(); "
+            "print(sorted(m for m in ('numpy', 'h5py', 'onnxruntime', 'tensorrt_rtx') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
