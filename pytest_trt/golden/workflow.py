@@ -114,8 +114,8 @@ class GoldenCheck:
         """
         __tracebackhide__ = True
         self.prefetch(getattr(getattr(engine_or_outputs, "config", None), "name", None))
-        # imported on use: they load h5py, which creating the fixture must not
-        from pytest_trt.golden import timing, updating, verifying
+        # imported on use: they load h5py, which creating the fixture must not (the writers: only to update)
+        from pytest_trt.golden import timing, verifying
 
         if structure not in structure_modes():
             raise GoldenError(f"structure={structure!r}; choose one of {', '.join(structure_modes())}")
@@ -136,6 +136,8 @@ class GoldenCheck:
             result: CheckResult | UpdateResult
             ensure_runnable(engine)
             if self.settings.update:
+                from pytest_trt.golden import updating
+
                 updated = updating.update(self.scope, config, engine, outputs, dataset=dataset, batch_size=batch_size,
                                           classifier=declared, limits=limits)
                 if self._on_update is not None:
