@@ -553,7 +553,8 @@ MUTANTS = (
            "a released engine's bytes stay in memory with the file's reader"),
     Mutant("monitor-imports-numpy-eagerly", "pytest_trt/monitor/__init__.py",
            "from pytest_trt.common.package import lazy_attribute\n",
-           "from pytest_trt.common.package import lazy_attribute\nfrom pytest_trt.monitor.runtime import OutputMonitor\n",
+           "from pytest_trt.common.package import lazy_attribute\n"
+           "from pytest_trt.monitor.runtime import OutputMonitor\n",
            ("tests/test_cli.py::test_the_command_line_imports_no_numpy_to_read_its_arguments",),
            "every pytest-trt command imports numpy to build its parser (+30 ms per call)"),
     Mutant("calibrated-facts-not-laid-over", "pytest_trt/artifact.py",
