@@ -68,21 +68,19 @@ class ExplicitCalibration:
     info: dict[str, Any]  # calibration.json: algorithm, quantizer, header, ranges, class counts, seconds ...
     from_store: bool
     config: BuildConfig  # the pinned config it was calibrated for
+    cache_text: str  # the store's calibration.cache, as the pinned cache file was checked or written from
     typed: BuildConfig = field(init=False)  # what a strongly typed builder builds: the Q/DQ model, typed precision
-    cache_text: str = field(init=False)
     effective: dict[str, Any] = field(init=False)  # laid over the build's effective config
     extra: dict[str, Any] = field(init=False)  # the result's calibration facts
     seconds: float = field(init=False)  # 0.0 when taken from the store
 
     def __post_init__(self) -> None:
         info = self.info
-        cache_text = (self.folder / CACHE_FILE).read_text(encoding="utf-8")
         facts = {
             "typed": typed_config(self.config, self.qdq_model),
-            "cache_text": cache_text,
             "effective": {"precision": self.config.precision, "quantization": "explicit-qdq",
                           "calibration_algorithm": info["algorithm"]},
-            "extra": {CALIBRATION: {**info, "from_store": self.from_store}, CALIBRATION_CACHE: cache_text,
+            "extra": {CALIBRATION: {**info, "from_store": self.from_store}, CALIBRATION_CACHE: self.cache_text,
                       QDQ_SHA256: info["qdq_model_sha256"]},
             "seconds": 0.0 if self.from_store else float(info.get("seconds", {}).get("total", 0.0)),
         }
@@ -191,8 +189,9 @@ def calibrate_explicit(
         info = _store(folder, *_calibrate(config, calib, data_sha, ranges_key=ranges_key))
         report(f"calibrated {config.name!r} in {info['seconds']['total']:.2f} s ({info['samples']} samples, ranges "
                f"from the {'pinned cache' if info['ranges_source'] == 'cache' else 'calibrator'})")
-    sync_cache_file(config.name, calib.cache, (folder / CACHE_FILE).read_text(encoding="utf-8"), calib.cache_sha256)
-    return ExplicitCalibration(folder, info, from_store, config)
+    cache_text = (folder / CACHE_FILE).read_text(encoding="utf-8")
+    sync_cache_file(config.name, calib.cache, cache_text, calib.cache_sha256)
+    return ExplicitCalibration(folder, info, from_store, config, cache_text)
 
 
 def _refuse_old_quantizer(config: BuildConfig) -> None:
