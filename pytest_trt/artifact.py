@@ -145,7 +145,7 @@ class BuildResult:
             config_hash=request.config_hash, onnx_sha256=request.onnx_sha256, durations=durations, versions=known,
             device=dict(request.device), extra=extra, backend_version=request.versions["backend"],
         )
-        result.__dict__["_engine_digest"] = digest
+        result._adopt_engine_digest(digest)
         return result
 
     @property
@@ -160,21 +160,21 @@ class BuildResult:
         pending = self.__dict__.pop("_engine_digest", None)  # resolved once, then the value is kept
         return pending.hexdigest() if pending is not None else hashlib.sha256(self.engine).hexdigest()
 
-    def start_engine_digest(self, digest: EngineDigest | None = None) -> None:
-        """Hash the engine on a thread from now on (or adopt ``digest``, started on these bytes earlier).
+    def start_engine_digest(self) -> None:
+        """Hash the engine on a thread from now on, unless its digest is known or running (:meth:`built_for`)."""
+        if "engine_sha256" not in self.__dict__ and "_engine_digest" not in self.__dict__:
+            self._adopt_engine_digest(EngineDigest(self.engine))
 
-        A no-op when the digest is known or already being computed; :attr:`engine_sha256` waits for it.
-        """
-        if "engine_sha256" in self.__dict__ or "_engine_digest" in self.__dict__:
-            return
-        self.__dict__["_engine_digest"] = digest if digest is not None else EngineDigest(self.engine)
+    def _adopt_engine_digest(self, digest: EngineDigest) -> None:
+        """Keep ``digest``, started on these engine bytes, as the one :attr:`engine_sha256` waits for."""
+        self.__dict__["_engine_digest"] = digest
 
     def with_log(self, stop_capture: Callable[[], Iterable[LogEntry]]) -> BuildResult:
         """This result with the build's log, taken from ``stop_capture`` while :meth:`built_for`'s digest runs."""
         logged = dataclasses.replace(self, log=tuple(stop_capture()))
         pending = self.pending_engine_digest()
         if pending is not None:
-            logged.__dict__["_engine_digest"] = pending
+            logged._adopt_engine_digest(pending)
         return logged
 
     def pending_engine_digest(self) -> EngineDigest | None:
