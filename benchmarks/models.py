@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
@@ -23,6 +24,10 @@ from onnx import TensorProto, helper
 
 from examples.models import OPSET, _Graph, save
 from pytest_trt.config import BuildConfig, Profile
+
+if TYPE_CHECKING:
+    from pytest_trt.backends.base import Backend
+    from pytest_trt.engines.engine import Engine
 
 #: (expansion t, output channels c, repeats n, first stride s), MobileNetV2 table 2
 SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
@@ -116,6 +121,20 @@ def bench_config(model: str, folder: Path) -> BuildConfig:
         shapes = ((1, 3, 224, 224), (4, 3, 224, 224), (8, 3, 224, 224))
     return BuildConfig(name="mobilenet_v2", version="1.2.3", onnx=onnx_path, precision="typed",
                        profiles=[Profile(input=shapes)])
+
+
+def timed_miss(backend: Backend, config: BuildConfig, cache_dir: Path) -> tuple[Engine, float]:
+    """A cache miss as ``--trt-engine-build --trt-rebuild`` runs it (a session's provider, the build, the cache entry
+    on disk): the Engine and its seconds."""
+    import time
+
+    from pytest_trt.engines.provider import EngineProvider
+
+    provider = EngineProvider(backend.name, cache_dir=cache_dir, build=True, rebuild=True, backend=backend)
+    t = time.perf_counter()
+    engine = provider.get(config)
+    provider.flush()  # the cache entry is on disk: part of a cache miss
+    return engine, time.perf_counter() - t
 
 
 if __name__ == "__main__":
