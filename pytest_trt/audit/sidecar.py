@@ -75,6 +75,20 @@ def read_state(bundle: Path) -> BundleState | None:
     return state
 
 
+def on_disk(bundle: Path) -> tuple[str, int] | None:
+    """The sha256 and size of ``bundle`` as it is now: from its sidecar when that describes it, else hashed; None
+    when it is gone or unreadable."""
+    state = read_state(bundle)
+    if state is not None:
+        return state.sha256, state.size
+    from pytest_trt.common.filehash import sha256_file
+
+    try:
+        return sha256_file(bundle), os.stat(bundle).st_size
+    except OSError:
+        return None
+
+
 def write_state(bundle: Path, *, members_sha256: str, sha256: str, size: int, engine_sha256: str,
                 golden: dict[str, Any] | None, inputs_sha256: str | None,
                 attested: dict[str, Any] | None = None) -> None:

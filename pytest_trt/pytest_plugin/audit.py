@@ -161,9 +161,17 @@ def bundle_summary(rows: list[dict[str, Any]], failures: list[str]) -> list[str]
     """Lines of the "pytest-trt audit bundles" section: every bundle once, then warnings."""
     by_path: dict[str, dict[str, Any]] = {}
     configs: dict[str, set[str]] = {}
+    shas: dict[str, set[str]] = {}
     for row in rows:
         by_path[row["path"]] = row
         configs.setdefault(row["path"], set()).add(row["config_hash"])
+        shas.setdefault(row["path"], set()).add(row["sha256"])
+    for path in (p for p, s in shas.items() if len(s) > 1):  # rewritten by several processes: the last one counts
+        from pytest_trt.audit.sidecar import on_disk
+
+        now = on_disk(Path(path))
+        if now is not None:
+            by_path[path] = {**by_path[path], "sha256": now[0], "size": now[1]}
     failures = list(dict.fromkeys(failures))
     failures += [f"{Path(p).name}: written for {len(h)} configs with the same name, version, backend and device"
                  for p, h in configs.items() if len(h) > 1 and not any(Path(p).name in f for f in failures)]

@@ -232,3 +232,17 @@ def test_a_same_size_same_mtime_change_is_not_trusted_from_the_sidecar(tmp_path:
     assert sidecar.read_state(first.path) is None
     again = write_bundle(mnv2, tmp_path, **kwargs)  # not kept on the sidecar's word: verified, written again
     assert again.path.read_bytes() == original and verify_bundle(again.path).sha256 == first.sha256
+
+
+def test_on_disk_reads_the_sidecar_only_while_it_describes_the_file(tmp_path: Path) -> None:
+    import hashlib
+
+    bundle = tmp_path / "b.tar.gz"
+    bundle.write_bytes(b"x" * 50)
+    sidecar.write_state(bundle, members_sha256="m" * 64, sha256="s" * 64, size=50, engine_sha256="e" * 64,
+                        golden=None, inputs_sha256=None)
+    assert sidecar.on_disk(bundle) == ("s" * 64, 50)  # trusted: no read of the bundle
+    bundle.write_bytes(b"y" * 60)  # replaced behind the sidecar's back: hashed
+    assert sidecar.on_disk(bundle) == (hashlib.sha256(b"y" * 60).hexdigest(), 60)
+    bundle.unlink()
+    assert sidecar.on_disk(bundle) is None
