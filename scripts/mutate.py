@@ -1031,6 +1031,18 @@ MUTANTS = (
            "    unnamed = tuple(m.strip() for m in split_name(side) if is_unnamed(m.strip()))",
            "    unnamed: tuple[str, ...] = ()", ("tests/buildlog/test_events_unnamed.py",),
            "a TensorRT 7 fusion with an unnamed ElementWise layer is invisible to log parse, log diff, assert_fused"),
+    Mutant("bundle-summary-last-row", "pytest_trt/pytest_plugin/audit.py",
+           "    for path in (p for p, s in shas.items() if len(s) > 1):",
+           "    for path in (p for p, s in shas.items() if False):",
+           ("tests/audit/test_bundle_summary.py",),
+           "under -n 2 the summary prints the bundle of whichever worker reported last, not the file on disk"),
+    Mutant("sidecar-on-disk-trusts-stale", "pytest_trt/audit/sidecar.py",
+           "    state = read_state(bundle)\n    if state is not None:\n        return state.sha256, state.size",
+           "    try:\n        data = json.loads(sidecar_path(bundle).read_text(encoding=\"utf-8\"))\n"
+           "        return data[\"sha256\"], data[\"size\"]\n    except (OSError, ValueError, KeyError):\n"
+           "        pass",
+           ("tests/audit/test_sidecar.py::test_on_disk_reads_the_sidecar_only_while_it_describes_the_file",),
+           "a sidecar left by an earlier bundle names the sha256 of a file replaced since"),
 )
 
 
