@@ -17,12 +17,14 @@ every shape (C configs, T tests per config), serial and with ``-n 2 --dist D`` f
 The CPU time (user + system, workers included) the plugin adds is fitted as ``fixed + a * C + b * C * T`` over the
 shapes. Prints a against 5 ms per config and b against 1 ms per test, serial and ``-n 2``, and each ``-n 2`` slope
 against the serial one (target: no more), with the 1-minute load average; then the same difference fitted round by
-round (median and range): a median above 0 whose range includes 0 is "not shown", not a breach. Under
-``--dist load`` a config whose tests land in both workers is loaded by both; under ``--dist loadgroup`` pytest-trt
-schedules each config's tests to one worker. ``--compare CHECKOUT``: the plugin imported from another checkout, in
-the same rounds (a before/after pair). Every run's pytest temporary folders are made in the benchmark's own folder
-(``PYTEST_DEBUG_TEMPROOT``): an xdist controller makes one for its workers and removes old ones at the end, which
-would otherwise be other processes' (any size: a random cost).
+round (median and range): a median above 0 whose range includes 0 is "not shown", not a breach; and, for each number
+of tests per config, the same difference without the fit: the added CPU from the fewest to the most configs, round
+by round. The runs of a round go in a shuffled order (a fixed seed). Under ``--dist load`` a config whose tests land
+in both workers is loaded by both; under ``--dist loadgroup`` pytest-trt schedules each config's tests to one
+worker. ``--compare CHECKOUT``: the plugin imported from another checkout, in the same rounds (a before/after pair).
+Every run's pytest temporary folders are made in the benchmark's own folder (``PYTEST_DEBUG_TEMPROOT``): an xdist
+controller makes one for its workers and removes old ones at the end, which would otherwise be other processes' (any
+size: a random cost).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import resource
 import shutil
 import statistics
@@ -162,17 +165,18 @@ def main() -> None:
                 pytest_cpu(folder / "with", max(configs), 1, backend, *mode, env=side_env)
         cpu: dict[tuple[str, str, int, int], list[float]] = {}
         shapes = [(c, t) for c in configs for t in tests]
+        rng = random.Random(0)
         for r in range(args.rounds):
-            for mode_name, mode in modes.items():
-                for c, t in shapes:
-                    sides = [(name, folder / "with", (backend, *mode), e) for name, e in plugins.items()]
-                    sides.append(("without", folder / "without", ("-p", "no:trt", *mode), env))
-                    k = r % len(sides)
-                    for name, where, extra, side_env in sides[k:] + sides[:k]:  # each side first in turn
-                        cpu.setdefault((name, mode_name, c, t), []).append(
-                            pytest_cpu(where, c, t, *extra, env=side_env))
+            runs = [(mode_name, mode, c, t) for mode_name, mode in modes.items() for c, t in shapes]
+            rng.shuffle(runs)  # no mode or shape always runs after the same one
+            for mode_name, mode, c, t in runs:
+                sides = [(name, folder / "with", (backend, *mode), e) for name, e in plugins.items()]
+                sides.append(("without", folder / "without", ("-p", "no:trt", *mode), env))
+                k = r % len(sides)
+                for name, where, extra, side_env in sides[k:] + sides[:k]:  # each side first in turn
+                    cpu.setdefault((name, mode_name, c, t), []).append(pytest_cpu(where, c, t, *extra, env=side_env))
     load.append(os.getloadavg()[0])
-    print(f"{args.model}, {args.rounds} rounds alternating, medians of CPU (user + system); "
+    print(f"{args.model}, {args.rounds} rounds (shuffled runs, sides alternating), medians of CPU (user + system); "
           f"1-min load {load[0]:.1f} -> {load[1]:.1f}")
     slopes: dict[tuple[str, str], tuple[float, float, float]] = {}
     for name in plugins:
@@ -201,6 +205,11 @@ def main() -> None:
             print(f"{name:8} {mode_name} minus serial, fitted round by round: median {statistics.median(diffs):+.2f} "
                   f"ms per config, {min(diffs):+.2f} .. {max(diffs):+.2f} over {len(diffs)} rounds: "
                   f"{difference_verdict(diffs)}")
+            for t in tests:  # a config with its T tests: the slope from the fewest to the most configs, no fit
+                per = per_config_at(cpu, name, mode_name, configs, t, args.rounds)
+                print(f"{name:8} {mode_name} minus serial, a config with {t} test(s), round by round: median "
+                      f"{statistics.median(per):+.2f} ms, {min(per):+.2f} .. {max(per):+.2f}, above 0 in "
+                      f"{sum(d > 0 for d in per)} of {len(per)} rounds: {difference_verdict(per)}")
 
 
 def round_differences(cpu: dict[tuple[str, str, int, int], list[float]], name: str, mode_name: str,
@@ -214,6 +223,21 @@ def round_differences(cpu: dict[tuple[str, str, int, int], list[float]], name: s
             points = [(c, c * t, cpu[(name, mode, c, t)][r] - cpu[("without", mode, c, t)][r]) for c, t in shapes]
             slope[mode] = fit(points)[1]
         out.append((slope[mode_name] - slope["serial"]) * 1000)
+    return out
+
+
+def per_config_at(cpu: dict[tuple[str, str, int, int], list[float]], name: str, mode_name: str,
+                  configs: list[int], tests: int, rounds: int) -> list[float]:
+    """Per round, what ``mode_name`` adds per config (with its ``tests`` tests) minus what serial adds, in ms: the
+    added CPU at the most configs less that at the fewest, over their difference."""
+    lo, hi = min(configs), max(configs)
+    out = []
+    for r in range(rounds):
+        per = {}
+        for mode in ("serial", mode_name):
+            added = {c: cpu[(name, mode, c, tests)][r] - cpu[("without", mode, c, tests)][r] for c in (lo, hi)}
+            per[mode] = (added[hi] - added[lo]) / (hi - lo)
+        out.append((per[mode_name] - per["serial"]) * 1000)
     return out
 
 
