@@ -39,6 +39,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -194,51 +195,42 @@ def main() -> None:
               f"{b * 1000:.2f} ms x tests;  per config {a * 1000:.2f} ms (target <= 5: "
               f"{'MET' if a <= 0.005 else 'NOT MET'}), per test {b * 1000:.2f} ms (target <= 1: "
               f"{'MET' if b <= 0.001 else 'NOT MET'})")
+    lo, hi = min(configs), max(configs)
+
+    def fewest_to_most(t: int) -> Callable[[Added], float]:  # per config with its t tests, without the fit
+        return lambda added: (added(hi, t) - added(lo, t)) / (hi - lo)
+
     for name in plugins:
         serial = slopes[(name, "serial")][1]
         for mode_name in list(modes)[1:]:
             xdist = slopes[(name, mode_name)][1]
-            diffs = round_differences(cpu, name, mode_name, shapes, args.rounds)
+            diffs = round_differences(cpu, name, mode_name, args.rounds,
+                                      lambda added: fit([(c, c * t, added(c, t)) for c, t in shapes])[1])
             print(f"{name:8} {mode_name} per-config slope {xdist * 1000:.2f} ms vs serial {serial * 1000:.2f} ms   "
                   f"(target: no more than serial)   {'MET' if xdist <= serial else 'NOT MET'}   "
                   f"1-min load {load[0]:.1f} -> {load[1]:.1f}")
             print(f"{name:8} {mode_name} minus serial, fitted round by round: median {statistics.median(diffs):+.2f} "
                   f"ms per config, {min(diffs):+.2f} .. {max(diffs):+.2f} over {len(diffs)} rounds: "
                   f"{difference_verdict(diffs)}")
-            for t in tests:  # a config with its T tests: the slope from the fewest to the most configs, no fit
-                per = per_config_at(cpu, name, mode_name, configs, t, args.rounds)
+            for t in tests:
+                per = round_differences(cpu, name, mode_name, args.rounds, fewest_to_most(t))
                 print(f"{name:8} {mode_name} minus serial, a config with {t} test(s), round by round: median "
                       f"{statistics.median(per):+.2f} ms, {min(per):+.2f} .. {max(per):+.2f}, above 0 in "
                       f"{sum(d > 0 for d in per)} of {len(per)} rounds: {difference_verdict(per)}")
 
 
-def round_differences(cpu: dict[tuple[str, str, int, int], list[float]], name: str, mode_name: str,
-                      shapes: list[tuple[int, int]], rounds: int) -> list[float]:
-    """Per round, the per-config slope of ``mode_name`` minus the serial one (ms), each fitted on that round's runs
-    alone: their spread is the noise the medians' comparison cannot show."""
-    out = []
-    for r in range(rounds):
-        slope = {}
-        for mode in ("serial", mode_name):
-            points = [(c, c * t, cpu[(name, mode, c, t)][r] - cpu[("without", mode, c, t)][r]) for c, t in shapes]
-            slope[mode] = fit(points)[1]
-        out.append((slope[mode_name] - slope["serial"]) * 1000)
-    return out
+#: what the plugin added to one run: ``added(configs, tests)``, in CPU seconds
+Added = Callable[[int, int], float]
 
 
-def per_config_at(cpu: dict[tuple[str, str, int, int], list[float]], name: str, mode_name: str,
-                  configs: list[int], tests: int, rounds: int) -> list[float]:
-    """Per round, what ``mode_name`` adds per config (with its ``tests`` tests) minus what serial adds, in ms: the
-    added CPU at the most configs less that at the fewest, over their difference."""
-    lo, hi = min(configs), max(configs)
-    out = []
-    for r in range(rounds):
-        per = {}
-        for mode in ("serial", mode_name):
-            added = {c: cpu[(name, mode, c, tests)][r] - cpu[("without", mode, c, tests)][r] for c in (lo, hi)}
-            per[mode] = (added[hi] - added[lo]) / (hi - lo)
-        out.append((per[mode_name] - per["serial"]) * 1000)
-    return out
+def round_differences(cpu: dict[tuple[str, str, int, int], list[float]], name: str, mode_name: str, rounds: int,
+                      per_config: Callable[[Added], float]) -> list[float]:
+    """Per round, ``per_config`` of what ``mode_name`` added minus that of what serial added (ms), each taken from
+    that round's runs alone: their spread is the noise the medians' comparison cannot show."""
+    def added(mode: str, r: int) -> Added:
+        return lambda c, t: cpu[(name, mode, c, t)][r] - cpu[("without", mode, c, t)][r]
+
+    return [(per_config(added(mode_name, r)) - per_config(added("serial", r))) * 1000 for r in range(rounds)]
 
 
 def difference_verdict(diffs: list[float]) -> str:
