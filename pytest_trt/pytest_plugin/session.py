@@ -18,7 +18,6 @@ from pytest_trt import options as opt
 from pytest_trt.errors import TrtError
 
 if TYPE_CHECKING:
-
     from pytest_trt.audit.recorder import BundleRecorder, EngineAudit
     from pytest_trt.catalog.archiving import ArchiveOutcome
     from pytest_trt.config import BuildConfig
