@@ -152,6 +152,11 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE bundles ADD COLUMN inode INTEGER;
     ALTER TABLE bundles ADD COLUMN members_sha256 TEXT
     """,
+    # 5: the current bundles (neither superseded nor pruned) in creation order: runs night after night rewrite the
+    # same bundle paths, and a query of the current bundles reads these rows, not every rewrite kept before them
+    """
+    CREATE INDEX bundles_current ON bundles (created, sha256) WHERE superseded_by IS NULL AND pruned IS NULL
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -8,6 +8,7 @@ for every query; one that scans per candidate row is quadratic.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -26,8 +27,9 @@ OPTIONS: dict[str, str] = {
     "config": "model_1*", "backend": "tensorrt", "backend_version": "8.6", "device": "A100",
     "calibration": "min-max", "verdict": "regression", "engine_sha256": "ab12", "since": "2026-06-01T00:00:00Z",
 }
-#: a scan of any table but ``devices`` (one row per device), or of ``bundles`` other than in creation order
-_SCAN = re.compile(r"^SCAN (?!d\b)(?!b USING INDEX bundles_created$)")
+#: a scan of any table but ``devices`` (one row per device), or of ``bundles`` other than in creation order (all its
+#: rows, or the current ones)
+_SCAN = re.compile(r"^SCAN (?!d\b)(?!b USING INDEX bundles_(created|current)$)")
 _DEVICES = ("NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA L4", None)
 
 
@@ -104,6 +106,8 @@ def test_every_filter_set_is_index_driven(catalog, monkeypatch, keys, include_al
             assert not [line for line in plan if line.startswith("SCAN b")], (keys, plan)
         else:  # every row, read in the order given: no sort of the whole catalog
             assert "USE TEMP B-TREE FOR ORDER BY" not in plan, plan
+            if not include_all:  # the current rows only, not the superseded and pruned ones before them
+                assert plan == ["SCAN b USING INDEX bundles_current"], plan
 
 
 def test_the_filter_sets_match_rows(catalog):
@@ -136,6 +140,8 @@ def test_a_migrated_catalog_has_the_same_plans(tmp_path, monkeypatch):
         f = Filters(**OPTIONS)
         for sql, params in _statements(cat, monkeypatch, lambda: query(cat, f)):
             assert not [line for line in _plan(cat, sql, params) if line.startswith("SCAN b")]
+        for sql, params in _statements(cat, monkeypatch, lambda: query(cat, Filters())):
+            assert _plan(cat, sql, params) == ["SCAN b USING INDEX bundles_current"]
     assert Path(db).exists()
 
 
@@ -167,3 +173,57 @@ def test_rows_read_a_repeated_column_name_as_sqlite_row_does(catalog: Catalog) -
     plain.close()
     assert [list(r) for r in expected] == [["a", "b", "sha256"]] * 3
     assert catalog.rows(sql) == expected
+
+
+def _rewrites(paths: int, times: int) -> list[CatalogEntry]:
+    """Each of ``paths`` bundle paths written ``times`` times, oldest first (a suite run night after night rewrites
+    its bundles under the same names): ``paths`` current rows, the others superseded."""
+    base = synthetic_entries(paths)
+    out = []
+    for t in range(times):
+        for i, entry in enumerate(base):
+            sha = hashlib.sha256(f"rewrite {t} of {i}".encode()).hexdigest()
+            out.append(dataclasses.replace(entry, sha256=sha, path=f"/nightly/bundle-{i}.tar.gz",
+                                           engine_sha256=hashlib.sha256(f"engine {i}".encode()).hexdigest(),
+                                           created=f"2026-01-01T00:{t // 60:02d}:{t % 60:02d}Z"))
+    return out
+
+
+def _vm_steps(cat: Catalog, f: Filters) -> tuple[int, int]:
+    """(SQLite virtual machine instructions the query ran, rows it returned): the work grows with every row an
+    index walk reads, also the rows the WHERE clause then drops."""
+    steps = 0
+
+    def count() -> int:
+        nonlocal steps
+        steps += 1
+        return 0
+
+    cat.conn.set_progress_handler(count, 1)
+    try:
+        rows = query(cat, f)
+    finally:
+        cat.conn.set_progress_handler(None, 1)
+    return steps, len(rows)
+
+
+@pytest.mark.parametrize("history", ["superseded", "pruned"])
+@pytest.mark.parametrize("f", [Filters(), Filters(since="2025-12-01T00:00:00Z")], ids=["no-filter", "since"])
+def test_current_bundles_are_read_without_their_history(tmp_path: Path, f: Filters, history: str) -> None:
+    """Years of nightly runs rewrite the same bundle paths, and retention prunes old bundles: a query of the current
+    bundles reads those, not every superseded rewrite or pruned bundle before them.  Its work is compared with that of
+    a catalog holding only the current rows."""
+    entries = _rewrites(10, 60)
+    with Catalog(tmp_path / "history.sqlite") as long, Catalog(tmp_path / "current.sqlite") as short:
+        if history == "pruned":  # 600 paths, every bundle but the last 10 deleted by retention
+            entries = [dataclasses.replace(e, path=f"/nightly/{e.sha256}.tar.gz") for e in entries]
+            long.add_entries(entries)
+            long.mark_pruned([e.sha256 for e in entries[:-10]], when="2026-06-01T00:00:00Z")
+        else:
+            long.add_entries(entries)
+        short.add_entries(entries[-10:])
+        assert long.count() == 600
+        history_steps, history_rows = _vm_steps(long, f)
+        current_steps, current_rows = _vm_steps(short, f)
+    assert history_rows == current_rows == 10
+    assert history_steps < 2 * current_steps, (history_steps, current_steps)

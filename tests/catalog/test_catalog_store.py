@@ -150,7 +150,7 @@ def test_migration_from_version_1_keeps_rows(tmp_path):
     conn.commit()
     conn.close()
     conn2 = connect(db)
-    assert conn2.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    assert conn2.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
     assert conn2.execute("SELECT sha256 FROM bundles").fetchall()[0][0] == "ab"
     # the rows of a catalog older than attestations have no build times: NULL, never invented
     assert tuple(conn2.execute("SELECT build_started, build_finished, attestations FROM bundles").fetchone()) == (
@@ -165,7 +165,7 @@ def test_newer_schema_and_non_database_are_refused(tmp_path):
     conn = sqlite3.connect(db)
     conn.execute("PRAGMA user_version = 99")
     conn.close()
-    with pytest.raises(CatalogError, match=r"schema version 99 is newer than this pytest-trt reads \(4\)"):
+    with pytest.raises(CatalogError, match=r"schema version 99 is newer than this pytest-trt reads \(5\)"):
         connect(db)
     junk = tmp_path / "junk.sqlite"
     junk.write_bytes(b"this is not sqlite" * 100)
