@@ -152,10 +152,12 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE bundles ADD COLUMN inode INTEGER;
     ALTER TABLE bundles ADD COLUMN members_sha256 TEXT
     """,
-    # 5: the current bundles (neither superseded nor pruned) in creation order: runs night after night rewrite the
-    # same bundle paths, and a query of the current bundles reads these rows, not every rewrite kept before them
+    # 5: runs night after night rewrite the same bundle paths, and every rewrite is kept: the current bundles
+    # (neither superseded nor pruned) in creation order, which a query of the current bundles reads instead of every
+    # rewrite before them; and the file now at each path, which an add supersedes without reading the path's history
     """
-    CREATE INDEX bundles_current ON bundles (created, sha256) WHERE superseded_by IS NULL AND pruned IS NULL
+    CREATE INDEX bundles_current ON bundles (created, sha256) WHERE superseded_by IS NULL AND pruned IS NULL;
+    CREATE INDEX bundles_current_path ON bundles (path) WHERE superseded_by IS NULL
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)

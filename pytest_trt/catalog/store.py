@@ -19,6 +19,7 @@ from typing import Any
 from pytest_trt.catalog.credentials import redact
 from pytest_trt.catalog.database import INTERNAL_COLUMNS, connect, with_retries, write_transaction
 from pytest_trt.catalog.fields import CatalogEntry, entry_from_bundle, iso_seconds, iso_utc
+from pytest_trt.catalog.lineage import join_lineage, refresh_lineage
 from pytest_trt.common.filehash import stat_identity
 
 BUNDLE_GLOB = "*.tar.gz"
@@ -173,22 +174,6 @@ class Catalog:
                 "AND ifnull(device_json, '') = ifnull(?, '')", key).fetchone()[0])
         return self._devices[key]
 
-    def _refresh_lineage(self, path: str, engine_sha256: str) -> None:
-        """Recompute one lineage's verdict names (``lineage_verdicts``) and its rows' verdict and approval columns."""
-        key = {"path": path, "engine": engine_sha256}
-        self.conn.execute("DELETE FROM lineage_verdicts WHERE path = :path AND engine_sha256 = :engine", key)
-        self.conn.execute("INSERT OR IGNORE INTO lineage_verdicts SELECT DISTINCT v.verdict, o.path, o.engine_sha256 "
-                          "FROM bundles o CROSS JOIN verdicts v ON v.bundle_sha256 = o.sha256 "
-                          "WHERE o.path = :path AND o.engine_sha256 = :engine", key)
-        self.conn.execute(
-            "UPDATE bundles SET (lineage_verdicts, lineage_approvals) = ("
-            "(SELECT group_concat(verdict, ',') FROM (SELECT lv.verdict FROM lineage_verdicts lv "
-            "WHERE lv.path = :path AND lv.engine_sha256 = :engine ORDER BY lv.verdict)), "
-            "(SELECT count(DISTINCT a.test || ' ' || ifnull(a.golden, '') || ' ' || ifnull(a.generation, '')) "
-            "FROM bundles o CROSS JOIN approvals a ON a.bundle_sha256 = o.sha256 "
-            "WHERE o.path = :path AND o.engine_sha256 = :engine)) "
-            "WHERE path = :path AND engine_sha256 = :engine", key)
-
     def _insert(self, entry: CatalogEntry, indexed: str, key: FileKey | None = None) -> bool:
         cols = entry.columns()
         cols["indexed"] = indexed
@@ -214,9 +199,9 @@ class Catalog:
                 "INSERT OR REPLACE INTO approvals VALUES (?, ?, ?, ?, ?, ?)",
                 [(entry.sha256, a.test, a.golden, a.generation, a.approver, a.reason) for a in entry.approvals])
         if added or before["path"] != entry.path:
-            self._refresh_lineage(entry.path, before["engine_sha256"])
+            join_lineage(self.conn, entry.sha256, entry.path, before["engine_sha256"])
         if before["path"] != entry.path:  # a known bundle moved: its old lineage lost a version
-            self._refresh_lineage(before["path"], before["engine_sha256"])
+            refresh_lineage(self.conn, before["path"], before["engine_sha256"])
         return added
 
     def add_entries(self, entries: Sequence[CatalogEntry], keys: dict[str, FileKey] | None = None) -> list[bool]:

@@ -179,3 +179,72 @@ def test_a_moved_bundle_refreshes_both_lineages(tmp_path):
         assert query(cat, Filters(verdict="fail", include_all=True, config="model_*")) == \
             query(cat, Filters(verdict="fail", include_all=True))
         assert cat.rows("SELECT count(*) AS n FROM lineage_verdicts WHERE path = '/old/m.tar.gz'")[0]["n"] == 0
+
+
+def _night(night: int, i: int) -> CatalogEntry:
+    """Bundle ``i`` as night ``night`` rewrote it: path 0 fails on night 7; path 1 is approved on nights 20 and 30
+    (the same approval key twice: counted once) and 33 (a new generation); path 2's engine changes on night 25."""
+    from pytest_trt.catalog.fields import ApprovalRef
+
+    base = synthetic_entries(1)[0]
+    verdict = "fail" if (i, night) == (0, 7) else "updated" if (i, night) in ((1, 20), (1, 30), (1, 33)) else "pass"
+    approvals = (ApprovalRef("t.py::acc", "g/m.h5", 2 if night == 33 else 1, "ann", "ok"),) if verdict == "updated" \
+        else ()
+    engine = ("f" if i == 2 and night >= 25 else str(i)) * 64
+    return dataclasses.replace(base, sha256=f"{night:04d}{i:02d}".ljust(64, "0"), path=f"/ci/b{i}.tar.gz",
+                               engine_sha256=engine, created=f"2026-{1 + night // 28:02d}-{1 + night % 28:02d}T02:00:00Z",
+                               verdicts=(Verdict("t.py::acc", verdict, "g/m.h5", 1, None, {}),), approvals=approvals)
+
+
+def test_nightly_rewrites_keep_each_lineage_as_the_reference(tmp_path):
+    """A lineage grown one version a night (its verdict names and approvals kept as each version joins) answers as
+    the former per-row subqueries over the same rows, night after night."""
+    added: list[CatalogEntry] = []
+    keys = ("sha256", "verdicts", "approvals", "superseded_by")
+    with Catalog(tmp_path / "new.sqlite") as cat:
+        for night in range(40):
+            batch = [_night(night, i) for i in range(3)]
+            cat.add_entries(batch)
+            added += batch
+            if night % 4 == 3 or night in (7, 20, 25, 30, 33):
+                old = tmp_path / f"old{night}.sqlite"
+                _schema2_catalog(old, added)
+                for f in (Filters(include_all=True), Filters(verdict="regression", include_all=True), Filters()):
+                    assert [{k: r[k] for k in keys} for r in query(cat, f)] == \
+                        [{k: r[k] for k in keys} for r in _old_query(old, f)], (night, f)
+        rows = {r["sha256"][:6]: r for r in query(cat, Filters(include_all=True))}
+    assert rows["003900"]["verdicts"] == "fail,pass" and rows["003901"]["verdicts"] == "pass,updated"
+    assert rows["003901"]["approvals"] == rows["000001"]["approvals"] == 2  # the lineage's, on every version
+    assert rows["003902"]["verdicts"] == "pass" and rows["002402"]["superseded_by"] == rows["002502"]["sha256"]
+
+
+def _add_steps(cat: Catalog, entry: CatalogEntry) -> int:
+    """SQLite virtual machine instructions that adding ``entry`` ran."""
+    steps = 0
+
+    def count() -> int:
+        nonlocal steps
+        steps += 1
+        return 0
+
+    cat.conn.set_progress_handler(count, 1)
+    try:
+        cat.add_entries([entry])
+    finally:
+        cat.conn.set_progress_handler(None, 1)
+    return steps
+
+
+def test_adding_a_version_does_not_read_the_lineage_history(tmp_path):
+    """The 200th nightly rewrite of a bundle costs what the 6th does: the path's current row is found through its
+    index, the verdict names grow by the new version's, and the lineage's other rows are not rewritten."""
+    with Catalog(tmp_path / "c.sqlite") as cat:
+        for night in range(200):
+            if night == 5:
+                early = _add_steps(cat, _night(night, 0))
+            elif night == 199:
+                late = _add_steps(cat, _night(night, 0))
+            else:
+                cat.add_entries([_night(night, 0)])
+        assert cat.count() == 200
+    assert late < 1.5 * early, (early, late)
