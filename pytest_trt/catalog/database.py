@@ -161,6 +161,9 @@ MIGRATIONS: tuple[str, ...] = (
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+#: the oldest schema a read-only connection reads as it is: the migrations after it only add indexes, so a reader
+#: without write access to a shared catalog still gets its answers (through the indexes the catalog has)
+READABLE_FROM = 4
 
 
 def _busy(exc: sqlite3.OperationalError) -> bool:
@@ -256,7 +259,7 @@ def _version_and_tables(conn: sqlite3.Connection) -> tuple[int, set[str]]:
 def check_catalog(conn: sqlite3.Connection, path: Path, *, read_only: bool) -> None:
     """Refuse another application's database, and (``read_only``) one this version cannot read as it is.
 
-    A writer may migrate an older catalog; a reader only reads one at :data:`SCHEMA_VERSION`.
+    A writer may migrate an older catalog; a reader reads one from :data:`READABLE_FROM` on.
     """
     version, tables = _version_and_tables(conn)
     if version > SCHEMA_VERSION:
@@ -268,7 +271,7 @@ def check_catalog(conn: sqlite3.Connection, path: Path, *, read_only: bool) -> N
         held = ", ".join(sorted(tables)) or "no tables"
         raise CatalogError(f"{path}: not a pytest-trt catalog (it holds {held}, schema version {version}); "
                            "nothing was written to it: give another --db path", path=str(path))
-    if read_only and version < SCHEMA_VERSION:
+    if read_only and version < READABLE_FROM:
         what = "empty" if version == 0 else f"at schema version {version} (this pytest-trt reads {SCHEMA_VERSION})"
         raise CatalogError(f"{path}: the catalog is {what}; index bundles or migrate it with "
                            f"'pytest-trt catalog add trt-bundles --db {path}' (needs write access)", path=str(path))

@@ -257,3 +257,25 @@ def test_the_largest_limit_is_accepted(catalog, capsys):
     capsys.readouterr()
     assert main(["catalog", "query", "--db", str(catalog["db"]), f"--limit={2**63 - 1}", "--json"]) == 0
     assert [b["sha256"] for b in json.loads(capsys.readouterr().out)["bundles"]] == [catalog["sha"]]
+
+
+def test_a_catalog_older_only_by_its_indexes_is_read_as_it_is(tmp_path, capsys, catalog):
+    """Schema 5 only adds indexes: a reader without write access to a shared schema-4 catalog still queries it (the
+    same rows, the file untouched), and the first writer migrates it."""
+    db = tmp_path / "catalog.sqlite"
+    shutil.copy(catalog["db"], db)
+    conn = sqlite3.connect(db)
+    conn.executescript("DROP INDEX bundles_current; DROP INDEX bundles_current_path; PRAGMA user_version = 4;")
+    conn.close()
+    before = _sha(db)
+    capsys.readouterr()
+    assert main(["catalog", "query", "--db", str(db), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["bundles"]
+    assert [r["sha256"] for r in rows] == [catalog["sha"]]
+    assert _sha(db) == before
+    assert main(["catalog", "add", str(catalog["bundle"]), "--db", str(db)]) == 0
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+    assert {"bundles_current", "bundles_current_path"} <= {
+        r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    conn.close()
