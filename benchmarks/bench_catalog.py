@@ -14,7 +14,14 @@
    minmax, regression) and config+verdict, median of ``--runs``, alternating
    the catalogs.  Prints rows matched (> 0), the growth from the smallest to
    the largest catalog (target <= the size ratio), microseconds per returned
-   row, and the combo vs 100 ms.
+   row, and the combo vs 100 ms.  Beside each, in the same run, the floor of
+   returning as many rows: plain ``sqlite3`` reading that many rows of
+   ``bundles`` into dicts, no filter, in table order and in ``created`` order
+   (the order a query returns), and the query's growth over that floor's.
+3. Catalogs of nightly rewrites (the same bundle paths written every night,
+   1 current row in 100): the query of the current bundles without a filter
+   and with ``--since``, against the same catalog without the index of the
+   current rows (``bundles_current``).
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import hashlib
 import json
 import os
 import random
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -165,8 +173,27 @@ FILTERS = {
 }
 
 
+def floor_rows(db: Path, columns: str, k: int, *, ordered: bool) -> int:
+    """The floor of a query returning ``k`` rows: plain ``sqlite3`` (none of pytest-trt's code) reading the first
+    ``k`` rows of ``bundles`` with the columns ``catalog query`` returns into dicts, with no filter: in the table's
+    order (``ordered=False``: sequential pages) or in ``created`` order through its index, the order a query returns
+    (each row on another page).  Rows read."""
+    conn = FLOOR_CONNECTIONS.get(db)
+    if conn is None:
+        conn = FLOOR_CONNECTIONS[db] = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+        conn.execute("PRAGMA mmap_size = 1073741824")  # as the catalog's reader maps the file
+    order = " ORDER BY b.created, b.sha256" if ordered else ""
+    cur = conn.execute(f"SELECT {columns} FROM bundles b{order} LIMIT ?", (k,))
+    names = [d[0] for d in cur.description]
+    return len([dict(zip(names, row, strict=True)) for row in cur])
+
+
+FLOOR_CONNECTIONS: dict[Path, sqlite3.Connection] = {}
+
+
 def bench_query(dbs: dict[int, Path], runs: int) -> None:
-    """Each filter alone, the combo and config+verdict on every catalog size, alternating the catalogs."""
+    """Each filter alone, the combo and config+verdict on every catalog size, alternating the catalogs; then the
+    floors of returning as many rows (:func:`floor_rows`), alternating the same way."""
     cats = {n: Catalog(db, read_only=True) for n, db in dbs.items()}
     times: dict[tuple[str, int], list[float]] = {}
     cpu: dict[tuple[str, int], list[float]] = {}
@@ -178,8 +205,22 @@ def bench_query(dbs: dict[int, Path], runs: int) -> None:
                 found[name, n] = len(query(cat, f))
                 times.setdefault((name, n), []).append(time.perf_counter() - t0)
                 cpu.setdefault((name, n), []).append(time.process_time() - c0)
+    columns = next(iter(cats.values())).public_columns("b") + \
+        ", b.lineage_verdicts AS verdicts, b.lineage_approvals AS approvals"
     for cat in cats.values():
         cat.close()
+    floors: dict[tuple[str, int, bool], list[float]] = {}
+    for _ in range(runs):
+        for name in FILTERS:
+            for n, db in dbs.items():
+                for ordered in (False, True):
+                    t0 = time.perf_counter()
+                    got = floor_rows(db, columns, found[name, n], ordered=ordered)
+                    floors.setdefault((name, n, ordered), []).append(time.perf_counter() - t0)
+                    assert got == found[name, n], (name, n, got)
+    for conn in FLOOR_CONNECTIONS.values():
+        conn.close()
+    FLOOR_CONNECTIONS.clear()
     sizes = sorted(dbs)
     small, large = sizes[0], sizes[-1]
     print(f"queries, median of {runs} (load {os.getloadavg()[0]:.1f}); growth = time({large:,}) / time({small:,}), "
@@ -187,6 +228,7 @@ def bench_query(dbs: dict[int, Path], runs: int) -> None:
     print(f"  {'filter':16s} " + " ".join(f"{f'rows@{n:,}':>12s} {f'ms@{n:,}':>11s}" for n in sizes)
           + f" {'growth':>7s} {'us/row':>7s}")
     print("  (CPU growth: the same from the process's CPU time, which other processes' load disturbs less)")
+    summary: list[float] = []
     for name in FILTERS:
         med = {n: statistics.median(times[name, n]) for n in sizes}
         assert found[name, large] > 0, f"{name} matched no rows: the bench proves nothing"
@@ -194,13 +236,87 @@ def bench_query(dbs: dict[int, Path], runs: int) -> None:
         per_row = (med[large] / found[name, large]) / (med[small] / max(1, found[name, small]))
         cpu_growth = statistics.median(cpu[name, large]) / max(1e-9, statistics.median(cpu[name, small]))
         mark = "OK" if growth <= large / small else "MISSED"
+        floor_growth = {o: statistics.median(floors[name, large, o]) / statistics.median(floors[name, small, o])
+                        for o in (False, True)}
+        beyond = growth / floor_growth[True]
         print(f"  {name:16s} " + " ".join(f"{found[name, n]:12,d} {med[n] * 1000:11.1f}" for n in sizes)
               + f" {growth:6.1f}x {med[large] / found[name, large] * 1e6:7.1f}  {mark} "
               f"(per returned row {per_row:.2f}x; rows {found[name, large] / max(1, found[name, small]):.1f}x; "
               f"CPU growth {cpu_growth:.1f}x)")
+        floor_ms = statistics.median(floors[name, large, True]) * 1000
+        print(f"  {'':16s} floor, as many rows into dicts by plain sqlite3: growth {floor_growth[False]:.1f}x in "
+              f"table order, {floor_growth[True]:.1f}x in created order ({floor_ms:.1f} ms at {large:,}: the query "
+              f"takes {med[large] * 1000 / floor_ms:.2f}x); query growth / the latter "
+              f"{beyond:.2f} (<= 1.00: nothing grows beyond returning the rows) "
+              f"{'OK' if beyond <= 1.0 else 'MISSED'}")
+        summary.append(beyond)
+    print(f"  query growth / its floor's growth, {len(summary)} shapes: {min(summary):.2f}-{max(summary):.2f}; "
+          f"{sum(b <= 1.0 for b in summary)} of {len(summary)} <= 1.00")
     combo = statistics.median(times["combo", large]) * 1000
     print(f"combo filter (8.6.* on A100, minmax, regression) over {large:,} rows: {found['combo', large]} rows in "
           f"{combo:.1f} ms; target < 100 ms -> {'OK' if combo < 100 else 'MISSED'}")
+
+
+NIGHTS = 100
+
+
+def fill_nightly(db: Path, base: CatalogEntry, rows: int) -> tuple[int, float, float]:
+    """``rows`` rows through ``add_entries`` as a suite run night after night leaves them: ``rows / NIGHTS`` bundle
+    paths (engines unchanged: cache hits), each rewritten every night with new verdicts; the last night's rows are
+    current, every earlier one superseded.  (current rows, ms per row added on the first night, on the last)."""
+    paths = rows // NIGHTS
+    per_row: list[float] = []
+    for night in range(NIGHTS):
+        day = f"20{20 + night // 336:02d}-{1 + night // 28 % 12:02d}-{1 + night % 28:02d}T02:00:00Z"
+        batch = [dataclasses.replace(
+            base, sha256=hashlib.sha256(f"night {night} bundle {i}".encode()).hexdigest(),
+            path=f"/ci/trt-bundles/model_{i}.tar.gz", config_name=f"model_{i}",
+            engine_sha256=hashlib.sha256(f"engine {i}".encode()).hexdigest(), created=day,
+            verdicts=(Verdict("tests/test_m.py::test_acc", "fail" if (night + i) % 50 == 0 else "pass",
+                              "goldens/m.h5", 1, None, {"l2_delta": 0.1}),)) for i in range(paths)]
+        with Catalog(db) as cat:
+            t0 = time.perf_counter()
+            cat.add_entries(batch)
+            per_row.append((time.perf_counter() - t0) / paths * 1000)
+    return paths, per_row[0], per_row[-1]
+
+
+def bench_history(dbs: dict[int, Path], runs: int) -> None:
+    """The current bundles of catalogs that are mostly superseded rewrites: the query without a filter and with
+    ``--since``, on each catalog and on a copy of it without the index of current rows (``bundles_current``),
+    alternating; medians."""
+    plain: dict[int, Path] = {}
+    for n, db in dbs.items():
+        plain[n] = db.with_name(db.stem + "-no-current-index.sqlite")
+        with Catalog(db) as cat:  # closed: its WAL is checkpointed into the file, which is then copied
+            cat.count()
+        plain[n].write_bytes(db.read_bytes())
+        conn = sqlite3.connect(plain[n])
+        conn.execute("DROP INDEX bundles_current")
+        conn.commit()
+        conn.close()
+    shapes = {"none": Filters(), "since": Filters(since="2020-02-01T00:00:00Z")}
+    cats = {(n, side): Catalog(path, read_only=True) for n in dbs for side, path in (("index", dbs[n]),
+                                                                                     ("no index", plain[n]))}
+    times: dict[tuple[str, int, str], list[float]] = {}
+    found: dict[tuple[str, int, str], int] = {}
+    for _ in range(runs):
+        for name, f in shapes.items():
+            for (n, side), cat in cats.items():
+                t0 = time.perf_counter()
+                found[name, n, side] = len(query(cat, f))
+                times.setdefault((name, n, side), []).append(time.perf_counter() - t0)
+    for cat in cats.values():
+        cat.close()
+    print(f"nightly rewrites ({NIGHTS} nights, 1 current row in {NIGHTS}), median of {runs} "
+          f"(load {os.getloadavg()[0]:.1f}):")
+    for name in shapes:
+        for n in sorted(dbs):
+            with_index = statistics.median(times[name, n, "index"])
+            without = statistics.median(times[name, n, "no index"])
+            assert found[name, n, "index"] == found[name, n, "no index"] > 0, (name, n)
+            print(f"  {name:6s} {n:>9,} rows: {found[name, n, 'index']:6,} current in {with_index * 1000:7.1f} ms; "
+                  f"without bundles_current {without * 1000:7.1f} ms ({without / with_index:.1f}x)")
 
 
 def main() -> None:
@@ -229,6 +345,15 @@ def main() -> None:
             fill(dbs[n], base, n)
             print(f"filled {n:,} rows through add_entries in {time.perf_counter() - t0:.1f} s (not timed below)")
         bench_query(dbs, args.runs)
+        history = {}
+        for n in sorted(int(x) for x in args.sizes.split(",")):
+            t0 = time.perf_counter()
+            history[n] = folder / f"nightly{n}.sqlite"
+            current, first, last = fill_nightly(history[n], base, n)
+            print(f"filled {n:,} rows of nightly rewrites ({current:,} current) through add_entries in "
+                  f"{time.perf_counter() - t0:.1f} s; a row added on the first night {first:.2f} ms, on night "
+                  f"{NIGHTS} {last:.2f} ms")
+        bench_history(history, args.runs)
 
 
 if __name__ == "__main__":
