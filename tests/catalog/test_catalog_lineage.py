@@ -19,7 +19,7 @@ from pytest_trt.catalog.database import INTERNAL_COLUMNS, MIGRATIONS
 from pytest_trt.catalog.fields import CatalogEntry, Verdict
 from pytest_trt.catalog.query import VERDICT_ALIASES, Filters, jsonable, query
 from pytest_trt.catalog.store import Catalog
-from tests.catalog.test_catalog_plans import synthetic_entries
+from tests.catalog.test_catalog_plans import synthetic_entries, vm_steps
 
 _OLD_VERDICTS = ("(SELECT group_concat(verdict, ',') FROM (SELECT DISTINCT v.verdict FROM verdicts v "
                  "JOIN bundles o ON o.sha256 = v.bundle_sha256 WHERE o.path = b.path "
@@ -220,19 +220,7 @@ def test_nightly_rewrites_keep_each_lineage_as_the_reference(tmp_path):
 
 def _add_steps(cat: Catalog, entry: CatalogEntry) -> int:
     """SQLite virtual machine instructions that adding ``entry`` ran."""
-    steps = 0
-
-    def count() -> int:
-        nonlocal steps
-        steps += 1
-        return 0
-
-    cat.conn.set_progress_handler(count, 1)
-    try:
-        cat.add_entries([entry])
-    finally:
-        cat.conn.set_progress_handler(None, 1)
-    return steps
+    return vm_steps(cat, lambda: cat.add_entries([entry]))[0]
 
 
 def test_adding_a_version_does_not_read_the_lineage_history(tmp_path):

@@ -14,6 +14,7 @@ import itertools
 import json
 import re
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -189,9 +190,9 @@ def _rewrites(paths: int, times: int) -> list[CatalogEntry]:
     return out
 
 
-def _vm_steps(cat: Catalog, f: Filters) -> tuple[int, int]:
-    """(SQLite virtual machine instructions the query ran, rows it returned): the work grows with every row an
-    index walk reads, also the rows the WHERE clause then drops."""
+def vm_steps(cat: Catalog, call: Callable[[], Any]) -> tuple[int, Any]:
+    """(SQLite virtual machine instructions that ``call`` ran on the catalog's connection, what it returned): the work
+    grows with every row an index walk reads, also the rows a WHERE clause then drops."""
     steps = 0
 
     def count() -> int:
@@ -201,9 +202,15 @@ def _vm_steps(cat: Catalog, f: Filters) -> tuple[int, int]:
 
     cat.conn.set_progress_handler(count, 1)
     try:
-        rows = query(cat, f)
+        result = call()
     finally:
         cat.conn.set_progress_handler(None, 1)
+    return steps, result
+
+
+def _vm_steps(cat: Catalog, f: Filters) -> tuple[int, int]:
+    """(instructions, rows returned) of the query ``f``."""
+    steps, rows = vm_steps(cat, lambda: query(cat, f))
     return steps, len(rows)
 
 
