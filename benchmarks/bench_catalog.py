@@ -173,22 +173,22 @@ FILTERS = {
 }
 
 
-def floor_rows(db: Path, columns: str, k: int, *, ordered: bool) -> int:
+def floor_rows(conn: sqlite3.Connection, columns: str, k: int, *, ordered: bool) -> int:
     """The floor of a query returning ``k`` rows: plain ``sqlite3`` (none of pytest-trt's code) reading the first
     ``k`` rows of ``bundles`` with the columns ``catalog query`` returns into dicts, with no filter: in the table's
     order (``ordered=False``: sequential pages) or in ``created`` order through its index, the order a query returns
     (each row on another page).  Rows read."""
-    conn = FLOOR_CONNECTIONS.get(db)
-    if conn is None:
-        conn = FLOOR_CONNECTIONS[db] = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
-        conn.execute("PRAGMA mmap_size = 1073741824")  # as the catalog's reader maps the file
     order = " ORDER BY b.created, b.sha256" if ordered else ""
     cur = conn.execute(f"SELECT {columns} FROM bundles b{order} LIMIT ?", (k,))
     names = [d[0] for d in cur.description]
     return len([dict(zip(names, row, strict=True)) for row in cur])
 
 
-FLOOR_CONNECTIONS: dict[Path, sqlite3.Connection] = {}
+def floor_connection(db: Path) -> sqlite3.Connection:
+    """A plain read-only connection to ``db`` that maps the file, as the catalog's reader does."""
+    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+    conn.execute("PRAGMA mmap_size = 1073741824")
+    return conn
 
 
 def bench_query(dbs: dict[int, Path], runs: int) -> None:
@@ -210,17 +210,17 @@ def bench_query(dbs: dict[int, Path], runs: int) -> None:
     for cat in cats.values():
         cat.close()
     floors: dict[tuple[str, int, bool], list[float]] = {}
+    plain = {n: floor_connection(db) for n, db in dbs.items()}
     for _ in range(runs):
         for name in FILTERS:
-            for n, db in dbs.items():
+            for n, conn in plain.items():
                 for ordered in (False, True):
                     t0 = time.perf_counter()
-                    got = floor_rows(db, columns, found[name, n], ordered=ordered)
+                    got = floor_rows(conn, columns, found[name, n], ordered=ordered)
                     floors.setdefault((name, n, ordered), []).append(time.perf_counter() - t0)
                     assert got == found[name, n], (name, n, got)
-    for conn in FLOOR_CONNECTIONS.values():
+    for conn in plain.values():
         conn.close()
-    FLOOR_CONNECTIONS.clear()
     sizes = sorted(dbs)
     small, large = sizes[0], sizes[-1]
     print(f"queries, median of {runs} (load {os.getloadavg()[0]:.1f}); growth = time({large:,}) / time({small:,}), "
@@ -274,7 +274,7 @@ def fill_nightly(db: Path, base: CatalogEntry, rows: int) -> tuple[int, float, f
             engine_sha256=hashlib.sha256(f"engine {i}".encode()).hexdigest(), created=day,
             verdicts=(Verdict("tests/test_m.py::test_acc", "fail" if (night + i) % 50 == 0 else "pass",
                               "goldens/m.h5", 1, None, {"l2_delta": 0.1}),)) for i in range(paths)]
-        with Catalog(db) as cat:
+        with Catalog(db) as cat:  # opened and closed (its WAL checkpointed) each night, as each night's session does
             t0 = time.perf_counter()
             cat.add_entries(batch)
             per_row.append((time.perf_counter() - t0) / paths * 1000)

@@ -16,14 +16,13 @@ from queue import SimpleQueue
 from typing import Any, BinaryIO
 
 from pytest_trt.audit.archive import GZIP_LEVEL
+from pytest_trt.common.filehash import HASH_THREAD_BYTES
 from pytest_trt.errors import ArchiveError
 
 #: bytes of the raw file read at a time
 READ_BLOCK = 1 << 20
 #: tar bytes held for the earlier writer's rebuild before it is compressed (see :class:`LegacyRebuild`)
 LEGACY_HOLD = 4 << 20
-#: files at least this large are hashed on a thread while they are inflated and compared
-HASH_THREAD_BYTES = 4 << 20
 
 
 class Comparison:
