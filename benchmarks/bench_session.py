@@ -216,8 +216,8 @@ def main() -> None:
             for t in tests:
                 per = round_differences(cpu, name, mode_name, args.rounds, fewest_to_most(t))
                 print(f"{name:8} {mode_name} minus serial, a config with {t} test(s), round by round: median "
-                      f"{statistics.median(per):+.2f} ms, {min(per):+.2f} .. {max(per):+.2f}, above 0 in "
-                      f"{sum(d > 0 for d in per)} of {len(per)} rounds: {difference_verdict(per)}")
+                      f"{statistics.median(per):+.2f} ms, {min(per):+.2f} .. {max(per):+.2f}: "
+                      f"{difference_verdict(per)}")
 
 
 #: what the plugin added to one run: ``added(configs, tests)``, in CPU seconds
@@ -237,10 +237,10 @@ def round_differences(cpu: dict[tuple[str, str, int, int], list[float]], name: s
 def difference_verdict(diffs: list[float]) -> str:
     """MET when the rounds' median difference is <= 0; NOT MET when more rounds are above 0 than a coin would give
     (one-sided sign test, p < 0.05: the rounds are independent, each side's runs shuffled within its round); else
-    not shown."""
-    if statistics.median(diffs) <= 0:
-        return "MET"
+    not shown.  The verdict names how many rounds were above 0."""
     above, n = sum(d > 0 for d in diffs), sum(d != 0 for d in diffs)
+    if statistics.median(diffs) <= 0:
+        return f"MET (above 0 in {above} of {len(diffs)} rounds)"
     p = sum(math.comb(n, k) for k in range(above, n + 1)) / 2 ** n
     if p < 0.05:
         return f"NOT MET (above 0 in {above} of {n} rounds: sign test p = {p:.2g})"
