@@ -132,7 +132,7 @@ def fresh_process_hit(backend_name: str, cache: Path, name: str, onnx: Path, sha
 class Phases:
     """Seconds spent in the plugin's steps outside ``build_serialized_network``, per build (``--phases``)."""
 
-    STEPS = (("pytest_trt.artifact", "BuildResult", "with_log", "log converted into entries"),
+    STEPS = (("pytest_trt.backends.trt_logger", "Captured", "__call__", "log converted into entries (by the writer)"),
              ("pytest_trt.engines.cache", "EngineCache", "write_entry", "cache writer thread, whole"),
              ("pytest_trt.artifact", "BuildResult", "write", "  entry files written"),
              ("pytest_trt.artifact", "BuildResult", "_write_evidence", "    log and JSON files (beside the engine's)"),

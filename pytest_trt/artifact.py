@@ -14,7 +14,6 @@ A cache entry read once also gets ``engine.plan.verified``, the engine's verifie
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 import json
@@ -130,10 +129,9 @@ class BuildResult:
         """The result of building ``request``: the pin (config JSON, hash, ONNX digest), versions and device as the
         request computed them, so every backend records them the same way; ``versions`` adds what only the build
         knows (TensorRT's ONNX parser). ``calibrated``: the explicit calibration whose Q/DQ model was built, its
-        facts laid over the build's. The engine's sha256 starts on a thread first, on ``engine`` as given (for
-        TensorRT the builder's own buffer: a 103 MB engine is hashed while it is copied into bytes)."""
-        digest = EngineDigest(engine, wait_start=BUILD_HASH_START_WAIT_S)  # begun before the copy holds the GIL
-        engine = bytes(engine)
+        facts laid over the build's. ``engine`` is kept as given (for TensorRT the builder's own buffer, copied into
+        bytes when :attr:`engine` is first used); its sha256 starts on a thread."""
+        digest = EngineDigest(engine, wait_start=BUILD_HASH_START_WAIT_S)
         known = dict(request.versions if versions is None else versions)
         effective, extra, durations = dict(effective), dict(extra or {}), dict(durations)
         if calibrated is not None:
@@ -141,10 +139,14 @@ class BuildResult:
             extra.update(calibrated.extra)
             durations["calibration"] = calibrated.seconds
         result = cls(
-            backend=request.backend, engine=engine, log=log, config=request.config_json, effective_config=effective,
-            config_hash=request.config_hash, onnx_sha256=request.onnx_sha256, durations=durations, versions=known,
-            device=dict(request.device), extra=extra, backend_version=request.versions["backend"],
+            backend=request.backend, engine=engine if isinstance(engine, bytes) else b"", log=log,
+            config=request.config_json, effective_config=effective, config_hash=request.config_hash,
+            onnx_sha256=request.onnx_sha256, durations=durations, versions=known, device=dict(request.device),
+            extra=extra, backend_version=request.versions["backend"],
         )
+        if not isinstance(engine, bytes):  # the builder's buffer, written and hashed as it is: copied when first used
+            del result.__dict__["engine"]
+            result.__dict__["_engine_view"] = engine
         result._adopt_engine_digest(digest)
         return result
 
@@ -158,24 +160,28 @@ class BuildResult:
     @functools.cached_property
     def engine_sha256(self) -> str:
         pending = self.__dict__.pop("_engine_digest", None)  # resolved once, then the value is kept
-        return pending.hexdigest() if pending is not None else hashlib.sha256(self.engine).hexdigest()
+        return pending.hexdigest() if pending is not None else hashlib.sha256(self.engine_buffer()).hexdigest()
+
+    def engine_buffer(self) -> bytes | memoryview:
+        """The engine without a copy: the builder's own buffer until :attr:`engine` is first used, then those bytes."""
+        view = self.__dict__.get("_engine_view")
+        return self.engine if view is None else view
 
     def start_engine_digest(self) -> None:
         """Hash the engine on a thread from now on, unless its digest is known or running (:meth:`built_for`)."""
         if "engine_sha256" not in self.__dict__ and "_engine_digest" not in self.__dict__:
-            self._adopt_engine_digest(EngineDigest(self.engine))
+            self._adopt_engine_digest(EngineDigest(self.engine_buffer()))
 
     def _adopt_engine_digest(self, digest: EngineDigest) -> None:
         """Keep ``digest``, started on these engine bytes, as the one :attr:`engine_sha256` waits for."""
         self.__dict__["_engine_digest"] = digest
 
-    def with_log(self, stop_capture: Callable[[], Iterable[LogEntry]]) -> BuildResult:
-        """This result with the build's log, taken from ``stop_capture`` while :meth:`built_for`'s digest runs."""
-        logged = dataclasses.replace(self, log=tuple(stop_capture()))
-        pending = self.pending_engine_digest()
-        if pending is not None:
-            logged._adopt_engine_digest(pending)
-        return logged
+    def with_log(self, entries: Callable[[], Iterable[LogEntry]]) -> BuildResult:
+        """This result (just built, not yet shared) with the build's log: ``entries`` is called when the log is first
+        used (on the cache writer's thread, for build.log), so the build returns without converting its messages."""
+        del self.__dict__["log"]
+        self.__dict__["_pending_log"] = entries
+        return self
 
     def pending_engine_digest(self) -> EngineDigest | None:
         """The digest :meth:`start_engine_digest` started and nobody has waited for yet (to hand it on)."""
@@ -185,24 +191,29 @@ class BuildResult:
     if not TYPE_CHECKING:  # hidden from mypy, which would otherwise accept any attribute name
 
         def __getattr__(self, name: str) -> Any:
-            # Reached only for a name missing from the instance, of a result read from a verified cache entry:
-            # ``log`` (build.log kept as text until the entries are first used) and ``engine`` (a stamped engine
-            # file, read when first used and checked against its stamp then).
-            if name == "engine" and "_lazy_engine" in self.__dict__:
-                engine = self.__dict__["_lazy_engine"]
-                try:
-                    data = engine.data()
-                except (OSError, ValueError) as exc:
-                    raise CacheCorrupt(f"cached engine {engine.path}: {exc}; rebuild it (pytest --trt-engine-build "
-                                       "--trt-rebuild)", path=str(engine.path)) from None
-                self.__dict__["engine"] = data
+            # Reached only for ``engine`` or ``log`` missing from the instance, kept as they came until first used.
+            # ``engine``: a build's own buffer, copied once; or a stamped cache file, read and checked against its
+            # stamp. ``log``: a build's captured messages, converted once; or a verified entry's build.log text.
+            d = self.__dict__
+            if name == "engine" and "_engine_view" in d:
+                data = d["engine"] = bytes(d["_engine_view"])
+                d.pop("_engine_view", None)
                 return data
-            lazy = self.__dict__.get("_lazy_log") if name == "log" else None
-            if lazy is None:
+            if name == "engine" and "_lazy_engine" in d:
+                try:
+                    data = d["_lazy_engine"].data()
+                except (OSError, ValueError) as exc:
+                    raise CacheCorrupt(f"cached engine {d['_lazy_engine'].path}: {exc}; rebuild it (pytest "
+                                       "--trt-engine-build --trt-rebuild)", path=str(d["_lazy_engine"].path)) from None
+                d["engine"] = data
+                return data
+            if name == "log" and "_pending_log" in d:
+                log = d["log"] = tuple(d["_pending_log"]())
+                return log
+            if name != "log" or "_lazy_log" not in d:
                 raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-            folder, text, index = lazy
-            log = split_log(folder, text, index_rows(index))
-            self.__dict__["log"] = log
+            folder, text, index = d["_lazy_log"]
+            log = d["log"] = split_log(folder, text, index_rows(index))
             return log
 
     def release_engine(self) -> None:
@@ -239,21 +250,11 @@ class BuildResult:
         return self._build_json_with(self.engine_sha256)
 
     def _build_json_with(self, engine_sha256: str) -> dict[str, Any]:
-        return {
-            "schema": ARTIFACT_SCHEMA,
-            "backend": self.backend,
-            "backend_version": self.backend_version,
-            "config_hash": self.config_hash,
-            "onnx_sha256": self.onnx_sha256,
-            "engine_sha256": engine_sha256,
-            "engine_bytes": len(self.engine),
-            "durations": self.durations,
-            "versions": self.versions,
-            "device": self.device,
-            "extra": self.extra,
-            # per message: severity, seconds since start, number of lines in build.log
-            "log_index": self._log_index(),
-        }
+        # log_index: per message, its severity, seconds since the start and number of lines in build.log
+        return {"schema": ARTIFACT_SCHEMA, "backend": self.backend, "backend_version": self.backend_version,
+                "config_hash": self.config_hash, "onnx_sha256": self.onnx_sha256, "engine_sha256": engine_sha256,
+                "engine_bytes": len(self.engine_buffer()), "durations": self.durations, "versions": self.versions,
+                "device": self.device, "extra": self.extra, "log_index": self._log_index()}
 
     def build_json_bytes(self) -> bytes:
         """build.json's bytes (sorted keys, compact, ASCII), made once: the cache entry writes them, the bundle's
@@ -282,15 +283,14 @@ class BuildResult:
                             self.effective_config, self.config_hash, self.onnx_sha256)
 
     def write(self, folder: Path) -> dict[str, str]:
-        """Write the artifact folder; return each file's sha256 (hashed from memory, not re-read).
-
-        The caller makes it atomic (temp folder, then rename).
-        """
+        """Write the artifact folder; return each file's sha256 (hashed from memory, not re-read). The caller makes it
+        atomic (temp folder, then rename)."""
         self.start_engine_digest()  # on a thread (since built_for), while the other files are written: build.json waits
         folder.mkdir(parents=True, exist_ok=True)
         # a large engine is written on a thread while the other files are encoded; the folder is whole once it returned
-        large = len(self.engine) >= HASH_THREAD_BYTES
-        engine_written = write_plain(folder / ENGINE_FILE, self.engine, thread="engine-write" if large else None)
+        engine = self.engine_buffer()
+        large = len(engine) >= HASH_THREAD_BYTES
+        engine_written = write_plain(folder / ENGINE_FILE, engine, thread="engine-write" if large else None)
         try:
             hashes = self._write_evidence(folder)
         finally:
@@ -317,11 +317,9 @@ class BuildResult:
     @classmethod
     def read(cls, folder: Path, *, digests: Mapping[str, str] | None = None) -> BuildResult:
         """Load an artifact folder written by :meth:`write` (raises ValueError on any missing or bad file).
-
-        ``digests``: the sha256 each file must have (what :meth:`write` returned, kept in a cache
-        entry's ``entry.json``).  Every file is read once and checked from memory; the engine is
-        hashed on a thread while the other files are read and the log is rebuilt.
-        """
+        ``digests``: the sha256 each file must have (what :meth:`write` returned, kept in a cache entry's
+        ``entry.json``).  Every file is read once and checked from memory; the engine is hashed on a thread while
+        the other files are read."""
         engine = StampedRead(folder / ENGINE_FILE, stamp=folder / ENGINE_STAMP_FILE)
         result, recorded = cls._read_rest(folder, engine.data() if engine.loaded else b"", digests or {})
         if not engine.loaded:  # stamped: read when first used (a cache hit whose engine nothing runs never reads it)

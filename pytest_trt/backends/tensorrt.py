@@ -145,7 +145,7 @@ class TensorRTBackend(registry.BackendBase):
             except BaseException:
                 logger.stop()
                 raise
-            return result.with_log(logger.stop)
+            return result.with_log(logger.detach())
 
     def _build_locked(self, request: BuildRequest, logger: Any) -> BuildResult:
         from pytest_trt.backends.onnx_limits import unsupported_reason
@@ -216,8 +216,8 @@ class TensorRTBackend(registry.BackendBase):
             # evidence: the tactic timings the build started from and left (the config hash says only "one is used")
             extra["timing_cache"] = {"sha256_before": configured.timing_cache_sha256,
                                      "sha256_after": hashlib.sha256(timings).hexdigest()}
-        # the engine's sha256 starts on the builder's own buffer while it is copied into bytes: 103 MB (a
-        # ResNet-50) take ~25 ms to copy and ~50 ms to hash, side by side on two cores
+        # the result keeps the builder's own buffer: the cache writes and hashes it without a copy (103 MB, a ResNet-50,
+        # take ~25 ms to copy); it is copied into bytes when the engine is first used
         return BuildResult.built_for(  # the pinned config, also for its Q/DQ model's build
             request, engine=memoryview(serialized), effective=effective, versions=versions,
             durations={"parse": parse_s, "build": build_s}, extra=extra, calibrated=calibrated,

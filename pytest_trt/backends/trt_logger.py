@@ -39,6 +39,37 @@ def _text(msg: Any) -> str:
         return f"<message not convertible to text: {type(exc).__name__}>"
 
 
+class Captured:
+    """The messages of one build as the logger took them: :meth:`__call__` converts them into LogEntry items once
+    (on whichever thread asks first; another thread asking meanwhile waits for the same list)."""
+
+    def __init__(self, raw: list[tuple[Any, float, Any]], start: float) -> None:
+        self._raw: list[tuple[Any, float, Any]] | None = raw
+        self._start = start
+        self._entries: list[LogEntry] = []
+        self._lock = threading.Lock()
+
+    def __call__(self) -> list[LogEntry]:
+        with self._lock:
+            raw, self._raw = self._raw, None
+            if raw is not None:
+                self._entries = _entries(raw, self._start)
+            return self._entries
+
+
+def _entries(raw: list[tuple[Any, float, Any]], start: float) -> list[LogEntry]:
+    names: dict[int, str] = {}
+    out = []
+    make = tuple.__new__  # LogEntry's own __new__ without its argument parsing (a NamedTuple)
+    for severity, t, text in raw:
+        code = int(severity)  # faster than hashing the enum object
+        name = names.get(code)
+        if name is None:
+            name = names[code] = severity_name(severity)
+        out.append(make(LogEntry, (name, t - start, text if type(text) is str else _text(text))))
+    return out
+
+
 def capture_logger(trt: ModuleType) -> Any:
     """The single capturing logger for the TensorRT module ``trt``."""
     with _LOCK:
@@ -69,19 +100,14 @@ def _make_logger_class(trt: ModuleType) -> type:
             self._start = time.perf_counter()
 
         def stop(self) -> list[LogEntry]:
-            """End capture; return the messages as LogEntry items (converted here, off the hot path)."""
+            """End capture; return the messages as LogEntry items."""
+            return self.detach()()
+
+        def detach(self) -> Captured:
+            """End capture; return the messages, turned into LogEntry items when first asked for (so a build returns
+            without converting its thousands of messages: the cache writer's thread converts them for build.log)."""
             raw, self._sink = self._sink, None
-            names: dict[int, str] = {}
-            out = []
-            start = self._start
-            make = tuple.__new__  # LogEntry's own __new__ without its argument parsing (a NamedTuple)
-            for severity, t, text in raw or ():
-                code = int(severity)  # faster than hashing the enum object
-                name = names.get(code)
-                if name is None:
-                    name = names[code] = severity_name(severity)
-                out.append(make(LogEntry, (name, t - start, text if type(text) is str else _text(text))))
-            return out
+            return Captured(raw or [], self._start)
 
         def errors_so_far(self) -> list[str]:
             """Texts of the ERROR and INTERNAL_ERROR messages captured so far."""

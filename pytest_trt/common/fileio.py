@@ -235,7 +235,7 @@ def locked(lock_file: Path, *, what: str, timeout: float = LOCK_TIMEOUT_S) -> It
         held.release()
 
 
-def write_plain(path: Path, data: bytes, *, thread: str | None = None) -> Future[None]:
+def write_plain(path: Path, data: bytes | memoryview, *, thread: str | None = None) -> Future[None]:
     """Write ``data`` to a new file ``path`` (no fsync: the caller renames its folder into place), on a thread named
     ``thread`` when one is named (the write releases the GIL: 103 MB take ~25 ms); wait for the future, whose result
     raises the write's error."""
@@ -247,6 +247,6 @@ def write_plain(path: Path, data: bytes, *, thread: str | None = None) -> Future
     return done
 
 
-def _write_new(path: Path, data: bytes) -> None:
+def _write_new(path: Path, data: bytes | memoryview) -> None:
     with open(path, "wb") as fh:
         fh.write(data)
