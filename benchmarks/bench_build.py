@@ -60,6 +60,8 @@ def bare_build(trt, onnx: Path, shapes=SHAPES, *, evidence: bool = False,
     ``evidence``: the same bare build with what pytest-trt must record, the VERBOSE log captured by
     its logger and DETAILED profiling verbosity (no read-back, no result, no cache): the floor of any
     build that keeps the evidence, which separates TensorRT's own cost of logging from pytest-trt's.
+    The builder, network, parser and builder config are let go inside the timed region (the plugin's are, when
+    its build returns); the engine's buffer is kept.
     ``write_to``: the engine is then written there with a plain write (no fsync, as the cache writes),
     inside the timed region: the floor of a build whose engine is kept.  ``new_folder``: ``write_to``'s folder
     is made inside the timed region too (a new file in a new folder, as a cache entry is written; overwriting
@@ -88,6 +90,9 @@ def bare_build(trt, onnx: Path, shapes=SHAPES, *, evidence: bool = False,
         if new_folder:
             write_to.parent.mkdir(parents=True)
         write_to.write_bytes(memoryview(serialized))
+    # the objects made for the build go when it is done, as they do when the plugin's build returns (~1 ms); the
+    # engine is kept, as the plugin keeps it
+    del parser, network, config, profile, builder
     t2 = time.perf_counter()
     if evidence:
         logger.stop()  # after the timer: turning messages into log entries is pytest-trt's own work

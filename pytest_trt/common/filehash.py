@@ -203,14 +203,14 @@ class EngineDigest:
     """The sha256 of an engine's bytes, computed on a thread from the moment the build returns.
 
     hashlib releases the GIL, so a 14.7 MB engine (~7 ms) is hashed while the log is converted and
-    the cache entry's other files are encoded; :meth:`hexdigest` waits for it.  The thread is started
+    the cache entry's files are written; :meth:`hexdigest` waits for it.  The thread is started
     without waiting for it to run (:func:`pytest_trt.common.background.on_thread`).
     """
 
     def __init__(self, engine: bytes | memoryview, *, wait_start: float = 0.0) -> None:
         """``wait_start``: seconds to wait at most for the thread to begin, for a caller that goes on holding the
-        GIL (copying the engine, converting the log): else the hash begins only when the caller releases it, or
-        after the interpreter's 5 ms switch interval."""
+        GIL (a build returning its result and starting the cache writer): else the hash begins only when the caller
+        releases it, or after the interpreter's 5 ms switch interval."""
         self._engine = engine  # a memoryview keeps the buffer it views (the builder's) alive until hashed
         self._future: Future[str] = Future()
         on_thread("engine-sha256", (self._future, self._hash), wait_start=wait_start)
