@@ -81,10 +81,10 @@ def on_disk(bundle: Path) -> tuple[str, int] | None:
     state = read_state(bundle)
     if state is not None:
         return state.sha256, state.size
-    from pytest_trt.common.filehash import sha256_file
+    from pytest_trt.common.filehash import sha256_and_size
 
     try:
-        return sha256_file(bundle), os.stat(bundle).st_size
+        return sha256_and_size(bundle)
     except OSError:
         return None
 

@@ -47,6 +47,13 @@ def _hash_stable(path: Path | str, key: FileKey) -> tuple[str, bool]:
     return digest, stable
 
 
+def sha256_and_size(path: Path | str) -> tuple[str, int]:
+    """sha256 hex and size of one file, both through one open handle: a file renamed over ``path`` meanwhile
+    cannot pair one file's digest with the other's size."""
+    with open(path, "rb") as fh:
+        return _sha256_of(fh), os.fstat(fh.fileno()).st_size
+
+
 def _sha256_of(fh: Any) -> str:
     """sha256 hex of what is left to read in ``fh``, read in 1 MiB blocks."""
     h = hashlib.sha256()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 
 from pytest_trt.pytest_plugin.audit import bundle_summary
 
@@ -36,3 +37,24 @@ def test_two_configs_for_one_bundle_name_are_a_warning(tmp_path):
     path = tmp_path / "m.tar.gz"
     lines = bundle_summary([_row(path, "a" * 64, config="1" * 64), _row(path, "a" * 64, config="2" * 64)], [])
     assert lines[-1] == "WARNING m.tar.gz: written for 2 configs with the same name, version, backend and device"
+
+
+def test_a_bundle_replaced_while_it_is_hashed_gives_one_files_digest_and_size(tmp_path, monkeypatch):
+    # another process renames its bundle over this path while the summary reads it: the line names one file
+    from pytest_trt.common import filehash
+
+    path = tmp_path / "m-v1-rtx1.7-cpu-aot.tar.gz"
+    old = b"the bundle that was read" * 100
+    path.write_bytes(old)
+    newer = tmp_path / "newer.tmp"
+    newer.write_bytes(b"a longer bundle renamed over it while it was hashed" * 100)
+    real = filehash._sha256_of
+
+    def replaced_meanwhile(fh):
+        digest = real(fh)
+        os.replace(newer, path)
+        return digest
+
+    monkeypatch.setattr(filehash, "_sha256_of", replaced_meanwhile)
+    lines = bundle_summary([_row(path, "a" * 64), _row(path, "b" * 64)], [])
+    assert lines == [f"{path}  sha256 {hashlib.sha256(old).hexdigest()[:16]}  {len(old):,} bytes"]
