@@ -18,7 +18,10 @@
    returning as many rows: plain ``sqlite3`` reading that many rows of
    ``bundles`` into dicts, no filter, in table order and in ``created`` order
    (the order a query returns), and the query's growth over that floor's.
-3. Catalogs of nightly rewrites (the same bundle paths written every night,
+3. ``pytest-trt catalog query`` as a user runs it: each query shape above with ``--json``, and the table without
+   a filter, a fresh process per run, output to /dev/null; the command's time, its growth (target <= the size
+   ratio) and the process's peak RSS (rows are written out as they are read; the catalog file's mapped pages count).
+4. Catalogs of nightly rewrites (the same bundle paths written every night,
    1 current row in 100): the query of the current bundles without a filter
    and with ``--since``, against the same catalog without the index of the
    current rows (``bundles_current``).
@@ -34,6 +37,7 @@ import os
 import random
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -257,6 +261,65 @@ def bench_query(dbs: dict[int, Path], runs: int) -> None:
           f"{combo:.1f} ms; target < 100 ms -> {'OK' if combo < 100 else 'MISSED'}")
 
 
+# the peak from /proc (VmHWM, this process's memory since exec): ru_maxrss would carry the forking parent's
+COMMAND_SCRIPT = """
+import os, sys, time
+from pytest_trt.cli import main
+sys.stdout = open(os.devnull, "w")
+t0 = time.perf_counter()
+code = main(["catalog", "query", "--db", *sys.argv[1:]])
+seconds = time.perf_counter() - t0
+sys.stdout = sys.__stdout__
+peak = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM"))
+print(seconds, peak, code)
+"""
+
+
+def cli_args(f: Filters) -> list[str]:
+    """The ``catalog query`` options that make the filters ``f``."""
+    args = []
+    for field in dataclasses.fields(f):
+        value = getattr(f, field.name)
+        if field.name in ("include_all", "limit") or value is None:
+            continue
+        args += [f"--{field.name.replace('_', '-')}", str(value)]
+    return args + (["--all"] if f.include_all else [])
+
+
+def bench_command(dbs: dict[int, Path], runs: int) -> None:
+    """``pytest-trt catalog query`` as a user runs it: each shape of :data:`FILTERS` with ``--json``, and the table
+    without a filter, each run in a fresh process with its output to /dev/null; the command's time (imports
+    excluded) and the process's peak RSS (the catalog file is mapped: its pages read count in it), per size."""
+    root = Path(__file__).resolve().parents[1]
+    sizes = sorted(dbs)
+    # the command takes 4 or more digits of an engine sha256 (1 row in 65,536): the 2-digit shape is the library's
+    shapes = [(name, [*cli_args(f), "--json"]) for name, f in FILTERS.items() if name != "engine_sha256"]
+    shapes.append(("none, table", []))
+    seconds: dict[tuple[str, int], list[float]] = {}
+    peak: dict[tuple[str, int], list[int]] = {}
+    for _ in range(runs):
+        for name, args in shapes:
+            for n in sizes:
+                out = subprocess.run([sys.executable, "-c", COMMAND_SCRIPT, str(dbs[n]), *args], cwd=root,
+                                     capture_output=True, text=True, check=True).stdout.split()
+                assert out[2] == "0", (name, n, out)  # every shape matches rows
+                seconds.setdefault((name, n), []).append(float(out[0]))
+                peak.setdefault((name, n), []).append(int(out[1]))
+    small, large = sizes[0], sizes[-1]
+    print(f"catalog query, the command in a fresh process (--json unless named), output to /dev/null, median of "
+          f"{runs} (load {os.getloadavg()[0]:.1f}); growth target <= {large / small:.0f}x:")
+    within = 0
+    for name, _ in shapes:
+        med = {n: statistics.median(seconds[name, n]) for n in sizes}
+        rss = {n: statistics.median(peak[name, n]) / 1024 for n in sizes}
+        growth = med[large] / med[small]
+        within += growth <= large / small
+        cells = "  ".join(f"{n:,} rows: {med[n] * 1000:7.1f} ms, peak {rss[n]:4.0f} MiB" for n in sizes)
+        print(f"  {name:16s} {cells}   growth {growth:5.1f}x {'OK' if growth <= large / small else 'MISSED'}")
+    print(f"  {within} of {len(shapes)} command shapes within {large / small:.0f}x (engine_sha256 left out: the "
+          "command takes 4 or more digits, which match 0-2 rows here)")
+
+
 NIGHTS = 100
 
 
@@ -345,6 +408,7 @@ def main() -> None:
             fill(dbs[n], base, n)
             print(f"filled {n:,} rows through add_entries in {time.perf_counter() - t0:.1f} s (not timed below)")
         bench_query(dbs, args.runs)
+        bench_command(dbs, args.runs)
         history = {}
         for n in sorted(int(x) for x in args.sizes.split(",")):
             t0 = time.perf_counter()

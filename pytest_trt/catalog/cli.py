@@ -23,7 +23,7 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -133,20 +133,38 @@ def _filters(args: argparse.Namespace) -> Any:
 
 @_guard
 def cmd_query(args: argparse.Namespace) -> int:
-    from pytest_trt.catalog.query import jsonable, query
+    from pytest_trt.catalog.query import iter_query
     from pytest_trt.catalog.render import table
 
     filters = _filters(args)
     with _open(args, read_only=True) as catalog:
-        rows = query(catalog, filters)
-    if args.json:
-        _print_json({"db": str(args.db), "bundles": jsonable(rows)})
-    elif rows:
-        print("\n".join(table(rows)))
-        print(f"{len(rows)} bundle{'s' if len(rows) != 1 else ''}")
-    else:
+        rows = iter_query(catalog, filters)  # read as they are written out: one row held, not the catalog
+        if args.json:
+            count = _print_bundles_json(str(args.db), rows)
+        else:
+            lines = table(rows)  # each row's cells only
+            count = len(lines) - 1
+            if count:
+                print("\n".join(lines))
+                print(f"{count} bundle{'s' if count != 1 else ''}")
+    if not count and not args.json:
         print(f"no bundle in {args.db} matches")
-    return EXIT_OK if rows else EXIT_FAILED
+    return EXIT_OK if count else EXIT_FAILED
+
+
+def _print_bundles_json(db: str, rows: Iterator[dict[str, Any]]) -> int:
+    """``{"bundles": [...], "db": ...}`` exactly as :func:`_print_json` prints it, written a row at a time; the number
+    of rows. A nested value's indentation is relative to its row, so each row's own dump is indented by 4."""
+    from pytest_trt.catalog.query import jsonable_row
+
+    out = sys.stdout
+    count = 0
+    for row in rows:
+        text = json.dumps(jsonable_row(row), indent=2, sort_keys=True, default=str).replace("\n", "\n    ")
+        out.write(('{\n  "bundles": [\n    ' if count == 0 else ",\n    ") + text)
+        count += 1
+    out.write(('{\n  "bundles": [],\n' if count == 0 else "\n  ],\n") + f'  "db": {json.dumps(db)}\n}}\n')
+    return count
 
 
 @_guard

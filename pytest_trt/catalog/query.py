@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -142,12 +143,21 @@ def where(f: Filters) -> tuple[str, list[Any]]:
 
 def query(catalog: Catalog, f: Filters) -> list[dict[str, Any]]:
     """Matching bundles, oldest first, each with its lineage's verdict names and approval count."""
+    return catalog.rows(*_query_sql(catalog, f))
+
+
+def iter_query(catalog: Catalog, f: Filters) -> Iterator[dict[str, Any]]:
+    """:func:`query`'s rows one at a time, read as they are asked for (``catalog query`` writes each out)."""
+    return catalog.iter_rows(*_query_sql(catalog, f))
+
+
+def _query_sql(catalog: Catalog, f: Filters) -> tuple[str, list[Any]]:
     clause, params = where(f)
     sql = (f"SELECT {catalog.public_columns('b')}, b.lineage_verdicts AS verdicts, b.lineage_approvals AS approvals "
            f"FROM bundles b {clause} ORDER BY b.created, b.sha256")
     if f.limit is not None:
         sql += f" LIMIT {int(f.limit)}"
-    return catalog.rows(sql, params)
+    return sql, params
 
 
 def history(catalog: Catalog, config: str, *, include_all: bool = False, since: str | None = None
@@ -163,16 +173,18 @@ def history(catalog: Catalog, config: str, *, include_all: bool = False, since: 
 
 
 def jsonable(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
-    for row in rows:
-        row = dict(row)
-        if isinstance(row.get("device_json"), str):
-            row["device"] = row.get("device")
-            row["device_detail"] = json.loads(row.pop("device_json"))
-        for key in ("engine_included", "signature_checked"):
-            if key in row:
-                row[key] = bool(row[key])
-        if row.get("git_dirty") is not None:
-            row["git_dirty"] = bool(row["git_dirty"])
-        out.append(row)
-    return out
+    return [jsonable_row(row) for row in rows]
+
+
+def jsonable_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A catalog row as ``--json`` prints it: the device's JSON parsed, flags as booleans (a new dict)."""
+    row = dict(row)
+    if isinstance(row.get("device_json"), str):
+        row["device"] = row.get("device")
+        row["device_detail"] = json.loads(row.pop("device_json"))
+    for key in ("engine_included", "signature_checked"):
+        if key in row:
+            row[key] = bool(row[key])
+    if row.get("git_dirty") is not None:
+        row["git_dirty"] = bool(row["git_dirty"])
+    return row

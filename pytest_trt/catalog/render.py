@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pytest_trt.catalog.credentials import redact
@@ -36,7 +36,8 @@ def _cell(row: dict[str, Any], key: str) -> str:
     return "-" if value is None else str(value)
 
 
-def table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]] = QUERY_COLUMNS) -> list[str]:
+def table(rows: Iterable[dict[str, Any]], columns: Sequence[tuple[str, str]] = QUERY_COLUMNS) -> list[str]:
+    """The title line, then a line per row (``rows`` is read once: only the cells are kept)."""
     cells = [[_cell(r, key) for _, key in columns] for r in rows]
     widths = [max([len(title)] + [len(c[i]) for c in cells]) for i, (title, _) in enumerate(columns)]
 

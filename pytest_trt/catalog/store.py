@@ -322,6 +322,20 @@ class Catalog:
 
         return with_retries(run)
 
+    def iter_rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> Iterator[dict[str, Any]]:
+        """:meth:`rows`, one dict at a time as the cursor reads it: a caller that writes each row out holds one row,
+        not all of them. The statement starts with the same retries; a row is read only when asked for."""
+        cur = self.conn.cursor()
+        cur.row_factory = None
+        with_retries(lambda: cur.execute(sql, params))
+        names = [d[0] for d in cur.description or ()]
+        first = [i for i, name in enumerate(names) if names.index(name) == i]
+        if len(first) < len(names):
+            kept = [names[i] for i in first]
+            yield from (dict(zip(kept, (r[i] for i in first), strict=True)) for r in cur)
+        else:
+            yield from (dict(zip(names, r, strict=True)) for r in cur)
+
     def find(self, sha_prefix: str) -> list[dict[str, Any]]:
         """Bundles whose bundle sha256 or engine sha256 starts with ``sha_prefix`` (hex, at least one digit)."""
         prefix = sha_prefix.lower()
