@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import importlib.metadata
 import importlib.util
 import platform
 from dataclasses import dataclass
@@ -30,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 from pytest_trt.errors import BackendUnavailable, UnsupportedOption
 
 if TYPE_CHECKING:
+    import importlib.metadata
+
     from pytest_trt.artifact import BuildResult
     from pytest_trt.backends.base import Backend
     from pytest_trt.backends.request import BuildRequest
@@ -201,6 +202,8 @@ def metadata_version(distribution: str) -> str:
 
     Raises PackageNotFoundError.
     """
+    import importlib.metadata  # here: the catalog and other commands read the option table without it (~12 ms)
+
     dist = importlib.metadata.distribution(distribution)
     version = metadata_header(dist)[1]
     return version if version is not None else dist.version  # no header field: what importlib.metadata says
@@ -208,6 +211,8 @@ def metadata_version(distribution: str) -> str:
 
 def distribution_version(*distributions: str) -> str | None:
     """The version of the first of ``distributions`` installed; None when none is."""
+    import importlib.metadata
+
     for dist in distributions:
         try:
             return metadata_version(dist)
