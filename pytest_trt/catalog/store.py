@@ -313,11 +313,9 @@ class Catalog:
             cur = self.conn.cursor()
             cur.row_factory = None
             cur.execute(sql, params)
-            names = [d[0] for d in cur.description or ()]
-            first = [i for i, name in enumerate(names) if names.index(name) == i]
-            if len(first) < len(names):
-                kept = [names[i] for i in first]
-                return [dict(zip(kept, (r[i] for i in first), strict=True)) for r in cur]
+            names, first = _columns(cur)
+            if first is not None:
+                return [dict(zip(names, (r[i] for i in first), strict=True)) for r in cur]
             return [dict(zip(names, r, strict=True)) for r in cur]
 
         return with_retries(run)
@@ -328,11 +326,9 @@ class Catalog:
         cur = self.conn.cursor()
         cur.row_factory = None
         with_retries(lambda: cur.execute(sql, params))
-        names = [d[0] for d in cur.description or ()]
-        first = [i for i, name in enumerate(names) if names.index(name) == i]
-        if len(first) < len(names):
-            kept = [names[i] for i in first]
-            yield from (dict(zip(kept, (r[i] for i in first), strict=True)) for r in cur)
+        names, first = _columns(cur)
+        if first is not None:
+            yield from (dict(zip(names, (r[i] for i in first), strict=True)) for r in cur)
         else:
             yield from (dict(zip(names, r, strict=True)) for r in cur)
 
@@ -364,3 +360,10 @@ class Catalog:
     def count(self) -> int:
         return int(self.rows("SELECT count(*) AS n FROM bundles")[0]["n"])
 
+
+def _columns(cur: Any) -> tuple[list[str], list[int] | None]:
+    """A result's column names, each once, and the positions of their first columns where a name repeats (None when
+    none does): a row then reads as ``dict(sqlite3.Row)`` gives it."""
+    names = [d[0] for d in cur.description or ()]
+    first = [i for i, name in enumerate(names) if names.index(name) == i]
+    return ([names[i] for i in first], first) if len(first) < len(names) else (names, None)

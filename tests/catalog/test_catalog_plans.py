@@ -166,7 +166,8 @@ def test_a_reader_maps_the_catalog_file(tmp_path: Path) -> None:
 
 
 def test_rows_read_a_repeated_column_name_as_sqlite_row_does(catalog: Catalog) -> None:
-    """``Catalog.rows`` gives the dicts ``sqlite3.Row`` would: a name that two columns carry reads the first."""
+    """``Catalog.rows`` and ``Catalog.iter_rows`` give the dicts ``sqlite3.Row`` would: a name that two columns carry
+    reads the first."""
     sql = "SELECT sha256 AS a, path AS a, created AS b, sha256 FROM bundles ORDER BY created, sha256 LIMIT 3"
     plain = sqlite3.connect(catalog.path)
     plain.row_factory = sqlite3.Row
@@ -174,6 +175,7 @@ def test_rows_read_a_repeated_column_name_as_sqlite_row_does(catalog: Catalog) -
     plain.close()
     assert [list(r) for r in expected] == [["a", "b", "sha256"]] * 3
     assert catalog.rows(sql) == expected
+    assert list(catalog.iter_rows(sql)) == expected
 
 
 def _rewrites(paths: int, times: int) -> list[CatalogEntry]:
