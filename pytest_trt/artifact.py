@@ -55,7 +55,7 @@ ENGINE_STAMP_FILE = "engine.plan.verified"
 class BuildMembers:
     """What an audit bundle takes from a :class:`BuildResult`, handed over in one call (:meth:`BuildResult.members`)."""
 
-    engine: bytes
+    engine: bytes | memoryview  # a fresh build's: the builder's own buffer (BuildResult.engine_buffer)
     engine_sha256: str
     build_json: bytes  # the cache entry's build.json bytes (BuildResult.build_json_bytes)
     log: bytes  # build.log's bytes
@@ -279,8 +279,8 @@ class BuildResult:
 
     def members(self) -> BuildMembers:
         """The engine, its hash, build.json's and build.log's bytes and the configs, for a bundle's members."""
-        return BuildMembers(self.engine, self.engine_sha256, self.build_json_bytes(), self.log_bytes(), self.config,
-                            self.effective_config, self.config_hash, self.onnx_sha256)
+        return BuildMembers(self.engine_buffer(), self.engine_sha256, self.build_json_bytes(), self.log_bytes(),
+                            self.config, self.effective_config, self.config_hash, self.onnx_sha256)
 
     def write(self, folder: Path) -> dict[str, str]:
         """Write the artifact folder; return each file's sha256 (hashed from memory, not re-read). The caller makes it

@@ -182,7 +182,7 @@ class SegmentedGzip:
         self.close()
 
 
-def write_tar_gz(members: Mapping[str, bytes], fileobj: Any, *,
+def write_tar_gz(members: Mapping[str, bytes | memoryview], fileobj: Any, *,
                  crc32: Mapping[str, int | Callable[[], int]] | None = None) -> None:
     """Write ``members`` (flat names) as a deterministic tar.gz into ``fileobj``.
 
@@ -207,7 +207,7 @@ def write_tar_gz(members: Mapping[str, bytes], fileobj: Any, *,
                 gz.write_stored(data, crc32=known.get(name))
                 gz.write_stored(pad)
             else:
-                gz.write(data + pad)
+                gz.write(bytes(data) + pad)
             offset += tarfile.BLOCKSIZE + len(data) + len(pad)
         offset += 2 * tarfile.BLOCKSIZE
         gz.write(bytes(2 * tarfile.BLOCKSIZE + (-offset % tarfile.RECORDSIZE)))

@@ -174,13 +174,15 @@ def bundle_members(inputs: BundleInputs | BuildResult, *, log_gz: Callable[[], b
     """
     if not isinstance(inputs, BundleInputs):
         inputs = BundleInputs(inputs, **fields)
-    return _members(inputs, inputs.result.members(), log_gz)
+    # a fresh build's engine is the builder's buffer in the writer (no copy); bytes here, as documented
+    return {name: bytes(data) for name, data in _members(inputs, inputs.result.members(), log_gz).items()}
 
 
-def _members(inputs: BundleInputs, build: BuildMembers, log_gz: Callable[[], bytes] | None) -> dict[str, bytes]:
+def _members(inputs: BundleInputs, build: BuildMembers,
+             log_gz: Callable[[], bytes] | None) -> dict[str, bytes | memoryview]:
     from pytest_trt.audit.archive import gzip_bytes  # with tarfile and gzip: not on a cache hit's path
 
-    members: dict[str, bytes] = {}
+    members: dict[str, bytes | memoryview] = {}
     engine_sha = build.engine_sha256
     if inputs.include_engine:
         members[ENGINE] = build.engine

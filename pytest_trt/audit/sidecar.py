@@ -36,7 +36,7 @@ def sidecar_path(bundle: Path) -> Path:
     return bundle.with_name(f".{bundle.name}.state.json")
 
 
-def members_digest(manifest: bytes, signature: bytes | None) -> str:
+def members_digest(manifest: bytes | memoryview, signature: bytes | memoryview | None) -> str:
     """sha256 of the manifest (which lists every member's sha256) and the signature, if any."""
     h = hashlib.sha256(manifest)
     h.update(b"\0")

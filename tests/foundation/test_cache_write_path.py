@@ -215,3 +215,26 @@ def test_captured_messages_are_converted_once_whichever_thread_asks():
                                                           ("VERBOSE", "message 2")]
     assert got[0][4999].time == pytest.approx(4.999) and len(got[0]) == 5000
     assert captured() is got[0]
+
+
+@needs_rtx
+def test_a_fresh_builds_bundle_is_written_from_the_builders_buffer(tmp_path):
+    import tarfile
+
+    from pytest_trt.audit.bundle import bundle_members, write_bundle
+    from pytest_trt.audit.environment import capture_environment
+    from pytest_trt.audit.verify import verify_bundle
+    from pytest_trt.backends.registry import create_backend
+
+    result = create_backend("tensorrt-rtx").build_config(_example_config(tmp_path))
+    environment = capture_environment(backend="tensorrt-rtx", rootdir=None)
+    info = write_bundle(result, tmp_path / "bundles", record=None, environment=environment)
+    assert isinstance(result.engine_buffer(), memoryview), "the bundle was written from a copy of the engine"
+    assert verify_bundle(info.path).sha256 == hashlib.sha256(info.path.read_bytes()).hexdigest()
+    with tarfile.open(info.path) as tar:
+        member = tar.extractfile("engine.plan")
+        assert member is not None
+        engine = member.read()
+    assert hashlib.sha256(engine).hexdigest() == result.engine_sha256 and engine == bytes(result.engine_buffer())
+    members = bundle_members(result, record=None, environment=environment)  # the public form: bytes, as documented
+    assert type(members["engine.plan"]) is bytes and members["engine.plan"] == engine
