@@ -337,11 +337,11 @@ def bench_sizes(folder: Path, sizes: list[float], rounds: int) -> None:
     for gib in sizes:
         rs = runs[gib]
         cpu = med(c["floor_cpu_s"] / c["cpu_s"] for _, c, _ in rs)
-        wall = med(c["floor_s"] / c["seconds"] for _, c, _ in rs)
+        walls = [c["floor_s"] / c["seconds"] for _, c, _ in rs]
+        wall = med(walls)
         loads = [f"{x:.1f}" for _, _, x in rs]
         print(f"  check / floor at {gib:g} GiB: throughput (per wall-s) {wall:.2f}, range "
-              f"{min(c['floor_s'] / c['seconds'] for _, c, _ in rs):.2f}-"
-              f"{max(c['floor_s'] / c['seconds'] for _, c, _ in rs):.2f}   target >= 0.5   "
+              f"{min(walls):.2f}-{max(walls):.2f}   target >= 0.5   "
               f"{'MET' if wall >= 0.5 else 'NOT MET'};  per CPU-s {cpu:.2f} (the blocks' sha256 on another core "
               f"included)   (load {', '.join(loads)})")
     hwms = [c["hwm_above_start_mib"] for _, c, _ in runs[sizes[-1]] + runs[sizes[0]]]

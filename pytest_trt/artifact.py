@@ -184,7 +184,7 @@ class BuildResult:
         return self
 
     def pending_engine_digest(self) -> EngineDigest | None:
-        """The digest :meth:`start_engine_digest` started and nobody has waited for yet (to hand it on)."""
+        """The digest :meth:`start_engine_digest` (or :meth:`built_for`) started and nobody has waited for yet."""
         digest: EngineDigest | None = self.__dict__.get("_engine_digest")
         return digest
 

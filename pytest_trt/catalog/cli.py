@@ -140,16 +140,15 @@ def cmd_query(args: argparse.Namespace) -> int:
     with _open(args, read_only=True) as catalog:
         rows = iter_query(catalog, filters)  # read as they are written out: one row held, not the catalog
         if args.json:
-            count = _print_bundles_json(str(args.db), rows)
-        else:
-            lines = table(rows)  # each row's cells only
-            count = len(lines) - 1
-            if count:
-                print("\n".join(lines))
-                print(f"{count} bundle{'s' if count != 1 else ''}")
-    if not count and not args.json:
+            return EXIT_OK if _print_bundles_json(str(args.db), rows) else EXIT_FAILED
+        lines = table(rows)  # each row's cells only: the columns' widths need them all
+    count = len(lines) - 1
+    if not count:
         print(f"no bundle in {args.db} matches")
-    return EXIT_OK if count else EXIT_FAILED
+        return EXIT_FAILED
+    print("\n".join(lines))
+    print(f"{count} bundle{'s' if count != 1 else ''}")
+    return EXIT_OK
 
 
 def _print_bundles_json(db: str, rows: Iterator[dict[str, Any]]) -> int:

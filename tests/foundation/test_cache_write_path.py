@@ -100,15 +100,19 @@ def test_a_digest_lets_the_buffer_it_hashed_go():
     data.extend(b"x")  # BufferError while a view of it is still held
 
 
-@needs_rtx
-def test_a_real_build_starts_one_digest_on_the_builders_buffer(tmp_path, monkeypatch):
+def _example_config(tmp_path: Path):
     from examples.models import write_all
-    from pytest_trt.backends.registry import create_backend
     from pytest_trt.config import BuildConfig, Profile
 
     onnx = write_all(tmp_path / "models")["mobilenet_v2"]
-    config = BuildConfig(name="mnv2", onnx=onnx,
-                         profiles=[Profile(input=((1, 3, 32, 32), (2, 3, 32, 32), (4, 3, 32, 32)))])
+    return BuildConfig(name="mnv2", onnx=onnx, profiles=[Profile(input=((1, 3, 32, 32), (2, 3, 32, 32), (4, 3, 32, 32)))])
+
+
+@needs_rtx
+def test_a_real_build_starts_one_digest_on_the_builders_buffer(tmp_path, monkeypatch):
+    from pytest_trt.backends.registry import create_backend
+
+    config = _example_config(tmp_path)
     backend = create_backend("tensorrt-rtx")
     backend.build_config(config)  # warm: the backend's modules load outside the count
     real = filehash.on_thread
@@ -140,14 +144,6 @@ def test_build_json_encoded_beside_the_digest_holds_the_engines_sha256(tmp_path,
     # the same bytes as encoding the finished dict in one go (compact, sorted keys, one newline)
     assert data == (json.dumps(build, sort_keys=True, separators=(",", ":")) + "\n").encode()
     assert data == result.build_json_bytes() == result.members().build_json
-
-
-def _example_config(tmp_path: Path):
-    from examples.models import write_all
-    from pytest_trt.config import BuildConfig, Profile
-
-    onnx = write_all(tmp_path / "models")["mobilenet_v2"]
-    return BuildConfig(name="mnv2", onnx=onnx, profiles=[Profile(input=((1, 3, 32, 32), (2, 3, 32, 32), (4, 3, 32, 32)))])
 
 
 @needs_rtx
