@@ -39,6 +39,7 @@ _CATALOG_PLANS = "tests/catalog/test_catalog_plans.py"
 _CATALOG_LINEAGE = "tests/catalog/test_catalog_lineage.py"
 _CATALOG_STORE = "tests/catalog/test_catalog_store.py"
 _FACTS = "tests/upgrade/test_facts.py"
+_STORED_READER = ("tests/audit/test_stored_reader.py",)
 _VERIFY = ("tests/audit/test_verify.py", "tests/audit/test_tamper.py", "tests/audit/test_hostile_bundles.py")
 _INTEGRITY = ("tests/golden/test_golden_integrity.py",)
 _CHAIN = ("tests/golden/test_approval_chain.py",)
@@ -130,9 +131,29 @@ MUTANTS = (
            ("tests/audit/test_stored_engine.py",),
            "the earlier writer's tar bytes held back are never compressed: its bundles stop verifying"),
     Mutant("tarscan-second-member-ends-tar", "pytest_trt/audit/tarstream.py",
-           "                rest = self.inflate.unused_data or self.raw.read()",
-           "                rest = b\"\"", _VERIFY,
+           "        rest = self.pending or self.raw.read()",
+           "        rest = b\"\"", _VERIFY,
            "the tar stream ends with the first gzip member: the engine's stored member is never read"),
+    Mutant("stored-reader-no-window", "pytest_trt/audit/tarstream.py",
+           "zlib.decompressobj(-zlib.MAX_WBITS, zdict=window) if window else", "", _STORED_READER,
+           "a stored member reframed part-way is inflated without the data before it: a zlib error, no hashes"),
+    Mutant("stored-reader-crc-unchecked", "pytest_trt/audit/tarstream.py",
+           "        if crc != self.crc & 0xFFFFFFFF:", "        if False:", _STORED_READER,
+           "a stored member's data changed under its old CRC-32 reads as intact"),
+    Mutant("stored-reader-length-unchecked", "pytest_trt/audit/tarstream.py",
+           "        if size != self.total & 0xFFFFFFFF:", "        if False:", _STORED_READER,
+           "a stored member's length trailer is not checked"),
+    Mutant("stored-reader-never-used", "pytest_trt/audit/tarstream.py",
+           "        if self._announced and rest[: len(STORED_GZIP_HEADER)] == STORED_GZIP_HEADER:",
+           "        if False:", _STORED_READER,
+           "the engine is inflated by zlib again: verify pays a copy and a second CRC-32 of it"),
+    Mutant("stored-reader-header-cut", "pytest_trt/audit/tarstream.py",
+           "        while self._announced and len(rest) < len(STORED_GZIP_HEADER) and (more := self.raw.read()):",
+           "        while False:", _STORED_READER,
+           "a stored member whose gzip header straddles two raw reads is inflated"),
+    Mutant("stored-reader-take-across-reads", "pytest_trt/audit/tarstream.py",
+           "            self.pending = more[need:]", "            self.pending = more", _STORED_READER,
+           "a block header straddling two raw reads loses its place"),
     Mutant("verify-depth-two-per-pass", "pytest_trt/audit/verify.py",
            '        brackets = _INNERMOST.sub(b"", brackets)',
            '        brackets = _INNERMOST.sub(b"", _INNERMOST.sub(b"", brackets))', _VERIFY,
@@ -830,8 +851,8 @@ MUTANTS = (
            "        if known is None or known.identity != identity(before):",
            "        if known is None or known.identity[0] != before.st_size:", (_FACTS,),
            "a bundle changed since the catalog verified it (same size) is read as facts"),
-    Mutant("facts-stored-last-block", "pytest_trt/audit/facts.py", "        last = n - _STORED_BLOCK * (blocks - 1)\n",
-           "        last = n - _STORED_BLOCK * blocks\n", (_FACTS,),
+    Mutant("facts-stored-last-block", "pytest_trt/audit/facts.py", "        last = n - STORED_BLOCK * (blocks - 1)\n",
+           "        last = n - STORED_BLOCK * blocks\n", (_FACTS,),
            "the engine is inflated instead of skipped: the review reads every byte of every engine again"),
     Mutant("facts-failure-verified-again", "pytest_trt/audit/facts.py", "        if key in self._failed:",
            "        if False:", (_FACTS,), "a failing bundle named by both runs is verified twice"),

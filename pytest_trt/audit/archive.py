@@ -60,11 +60,19 @@ def _tarinfo(name: str, size: int) -> tarfile.TarInfo:
 #: members whose data is stored in the gzip stream, not deflated: a serialized engine is weights and kernels that
 #: gzip -1 shrank by ~10 % for ~0.6 s on a 14.5 MB MobileNetV2 engine, more than its build
 STORED_MEMBERS = frozenset({"engine.plan"})
-_STORED_BLOCK = 0xFFFF  # the largest deflate stored block
+STORED_BLOCK = 0xFFFF  # the largest deflate stored block
 #: BFINAL 0 and BTYPE 00 (stored), LEN, NLEN: the header of every full block but a member's last
-_FULL_BLOCK_HEADER = b"\x00" + struct.pack("<HH", _STORED_BLOCK, _STORED_BLOCK ^ 0xFFFF)
+_FULL_BLOCK_HEADER = b"\x00" + struct.pack("<HH", STORED_BLOCK, STORED_BLOCK ^ 0xFFFF)
 #: gzip header of a stored member: no mtime, no name, XFL 0, OS 255 ("unknown"), as GzipFile writes them
-_STORED_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+STORED_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+
+
+def stored_block_header(left: int) -> bytes:
+    """The header :class:`SegmentedGzip` writes before the next block of a stored member with ``left`` bytes to
+    go: a full block while more than one block's worth follows, else the final block with all of them."""
+    if left > STORED_BLOCK:
+        return _FULL_BLOCK_HEADER
+    return bytes((1,)) + struct.pack("<HH", left, left ^ 0xFFFF)
 
 
 class SegmentedGzip:
@@ -84,6 +92,7 @@ class SegmentedGzip:
         self._buf = bytearray()
         self._crc: int | Callable[[], int] = 0
         self._crc_tail = bytearray()  # stored bytes after a CRC still being computed, folded in when it is known
+        self._crc_whole = False  # the CRC (a function) covers the whole member: nothing to fold in
         self._size = 0
         self._open = False
 
@@ -93,13 +102,16 @@ class SegmentedGzip:
             self._gz = gzip.GzipFile(filename="", mode="wb", fileobj=self.fileobj, compresslevel=GZIP_LEVEL, mtime=0)
         self._gz.write(data)
 
-    def begin_stored(self, size: int) -> None:
-        """Start a stored gzip member of exactly ``size`` bytes (member data plus its tar padding)."""
+    def begin_stored(self, size: int, *, crc32: Callable[[], int] | None = None) -> None:
+        """Start a stored gzip member of exactly ``size`` bytes (member data plus its tar padding); ``crc32``: a
+        function that returns the CRC-32 of all of them, called when the trailer is written, for a caller that
+        computes it anyway (the verifier's reader of the file's stored blocks): then none is computed here."""
         if self._gz is not None:
             self._gz.close()  # ends the deflated gzip member; the file object stays open
             self._gz = None
-        self.fileobj.write(_STORED_HEADER)
-        self._stored_left, self._buf, self._crc, self._crc_tail, self._size = size, bytearray(), 0, bytearray(), size
+        self.fileobj.write(STORED_GZIP_HEADER)
+        self._stored_left, self._buf, self._crc_tail, self._size = size, bytearray(), bytearray(), size
+        self._crc, self._crc_whole = (0, False) if crc32 is None else (crc32, True)
         self._open = True
         if size == 0:
             self._finish_stored()
@@ -119,9 +131,11 @@ class SegmentedGzip:
             raise ValueError("stored bytes outside a stored member")
         view = memoryview(data).cast("B")
         if crc32 is not None:
-            if self._stored_left != self._size:
+            if self._stored_left != self._size or self._crc_whole:
                 raise ValueError("a known CRC-32 is only accepted for a stored member's first bytes")
             self._crc = crc32
+        elif self._crc_whole:
+            pass  # begin_stored was given the CRC-32 of the whole member
         elif callable(self._crc):
             self._crc_tail += view
         else:
@@ -133,16 +147,16 @@ class SegmentedGzip:
         # member's last 1..65,535 bytes; full blocks go straight from ``data`` (a 14 MB engine is not copied).
         pos = 0
         if self._buf:
-            pos = min(len(view), _STORED_BLOCK - len(self._buf))
+            pos = min(len(view), STORED_BLOCK - len(self._buf))
             self._buf += view[:pos]
-            if len(self._buf) == _STORED_BLOCK and (pos < len(view) or self._stored_left > 0):
+            if len(self._buf) == STORED_BLOCK and (pos < len(view) or self._stored_left > 0):
                 self._block(self._buf, final=False)
                 self._buf = bytearray()
         write = self.fileobj.write
-        while len(view) - pos > _STORED_BLOCK or (len(view) - pos == _STORED_BLOCK and self._stored_left > 0):
+        while len(view) - pos > STORED_BLOCK or (len(view) - pos == STORED_BLOCK and self._stored_left > 0):
             write(_FULL_BLOCK_HEADER)  # the header of every full, non-final block: one constant
-            write(view[pos : pos + _STORED_BLOCK])
-            pos += _STORED_BLOCK
+            write(view[pos : pos + STORED_BLOCK])
+            pos += STORED_BLOCK
         self._buf += view[pos:]
         if self._stored_left == 0:
             self._finish_stored()

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from pytest_trt.audit import bundle as b
-from pytest_trt.audit.archive import _STORED_BLOCK
+from pytest_trt.audit.archive import STORED_BLOCK
 from pytest_trt.audit.manifest import MANIFEST, parse_manifest
 from pytest_trt.audit.sign import SIGNATURE
 from pytest_trt.audit.verify import MEMBER_LIMITS, VerifiedBundle, verify_bundle
@@ -119,13 +119,13 @@ class _Inflater:
         fh = self.fh
         fh.seek(start)
         head = fh.read(15)  # gzip header, first block header
-        blocks = max(1, -(-n // _STORED_BLOCK))
-        last = n - _STORED_BLOCK * (blocks - 1)
+        blocks = max(1, -(-n // STORED_BLOCK))
+        last = n - STORED_BLOCK * (blocks - 1)
         if len(head) != 15 or head[:4] != _STORED_GZIP_HEADER or not self._stored(head[10:], blocks == 1,
-                                                                                  min(n, _STORED_BLOCK)):
+                                                                                  min(n, STORED_BLOCK)):
             return False
         if blocks > 1:
-            fh.seek(start + 10 + (5 + _STORED_BLOCK) * (blocks - 1))
+            fh.seek(start + 10 + (5 + STORED_BLOCK) * (blocks - 1))
             if not self._stored(fh.read(5), True, last):
                 return False
         fh.seek(last, os.SEEK_CUR)

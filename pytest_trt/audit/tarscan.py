@@ -163,8 +163,9 @@ class _Reading:
         self.both(member_header(name, size))
         stored = name in STORED_MEMBERS
         pad = -size % BLOCK
-        if stored:
-            self.rebuilt.begin_stored(size + pad)
+        if stored:  # read from the file's stored blocks when framed as the writer frames them; their CRC is reused
+            gz.expect_stored(size + pad)
+            self.rebuilt.begin_stored(size + pad, crc32=gz.stored_crc)
         put = self.rebuilt.write_stored if stored else self.rebuilt.write
         h, kept, left = hashlib.sha256(), [], size
         while left:

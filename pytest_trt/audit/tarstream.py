@@ -15,7 +15,8 @@ from collections.abc import Callable
 from queue import SimpleQueue
 from typing import Any, BinaryIO
 
-from pytest_trt.audit.archive import GZIP_LEVEL
+from pytest_trt.audit.archive import GZIP_LEVEL, STORED_GZIP_HEADER
+from pytest_trt.audit.stored_reader import StoredReader
 from pytest_trt.common.filehash import HASH_THREAD_BYTES
 from pytest_trt.errors import ArchiveError
 
@@ -140,40 +141,81 @@ class Inflater:
 
     Each gzip member is checked by zlib (wbits 31: header, deflate data, CRC-32 and length); a file that ends
     before a member's trailer is truncated.  ``on_next_member(offset)`` is called when a member is followed by
-    another, which starts at ``offset`` of the file.
+    another, which starts at ``offset`` of the file.  A stored member announced with :meth:`expect_stored` is read
+    by :class:`StoredReader` from the raw bytes when it starts as the writer starts one.
     """
 
     def __init__(self, raw: RawReader, on_next_member: Callable[[int], None]) -> None:
         self.raw = raw
         self.on_next_member = on_next_member
-        self.inflate = zlib.decompressobj(31)
-        self.pending = b""  # compressed bytes read and not yet given to zlib
+        self.inflate: Any = zlib.decompressobj(31)  # None between gzip members
+        self.direct: StoredReader | None = None  # the gzip member being read from the raw bytes
+        self.pending: bytes | memoryview = b""  # raw bytes read and not yet consumed
         self.members = 1
+        self._announced = False  # the next gzip member may be a stored one
+        self._left = 0  # announced stored bytes not yet returned
+        self._crc = 0  # of the announced bytes returned so far, when zlib inflated them
+        self._reader: StoredReader | None = None  # the reader of the announced bytes, when they were read raw
 
-    def read_some(self, n: int) -> bytes:
-        """1 to ``n`` bytes (as zlib gives them, without joining), or none at the end of the last gzip member."""
+    def expect_stored(self, size: int) -> None:
+        """The next ``size`` bytes are a stored member's data and padding (:data:`archive.STORED_MEMBERS`)."""
+        self._announced, self._left, self._crc, self._reader = True, size, 0, None
+
+    def stored_crc(self) -> int:
+        """The CRC-32 of the bytes returned since :meth:`expect_stored`."""
+        return self._reader.crc if self._reader is not None else self._crc
+
+    def _start_member(self) -> bool:
+        rest = self.pending or self.raw.read()
+        if not rest:
+            return False
+        self.members += 1
+        self.on_next_member(self.raw.size - len(rest))
+        while self._announced and len(rest) < len(STORED_GZIP_HEADER) and (more := self.raw.read()):
+            rest = bytes(rest) + more  # a gzip header cut by the end of a raw block
+        if self._announced and rest[: len(STORED_GZIP_HEADER)] == STORED_GZIP_HEADER:
+            self.direct = self._reader = StoredReader(self.raw.read, self._left,
+                                                     memoryview(rest)[len(STORED_GZIP_HEADER):])
+        else:
+            self.inflate, self.pending = zlib.decompressobj(31), rest
+        self._announced = False
+        return True
+
+    def read_some(self, n: int) -> bytes | memoryview:
+        """1 to ``n`` bytes (as zlib or the raw blocks give them, without joining), or none at the end of the last
+        gzip member."""
         while True:
-            if self.inflate.eof:
-                rest = self.inflate.unused_data or self.raw.read()
-                if not rest:
+            out: bytes | memoryview
+            if self.direct is not None:
+                out = self.direct.read_some(n)
+                if out:
+                    self._left = max(0, self._left - len(out))
+                    return out
+                self.pending, self.direct = self.direct.leftover, None  # its trailer is checked: the member ended
+            elif self.inflate is None or self.inflate.eof:
+                if self.inflate is not None:
+                    self.pending, self.inflate = self.inflate.unused_data, None
+                if not self._start_member():
                     return b""
-                self.members += 1
-                self.on_next_member(self.raw.size - len(rest))
-                self.inflate, self.pending = zlib.decompressobj(31), rest
-            if not self.pending:
-                self.pending = self.raw.read()
+            else:
                 if not self.pending:
-                    raise ArchiveError("the file ends inside a gzip member (truncated file)")
-            out = self.inflate.decompress(self.pending, n)
-            self.pending = self.inflate.unconsumed_tail
-            if out:
-                return out
+                    self.pending = self.raw.read()
+                    if not self.pending:
+                        raise ArchiveError("the file ends inside a gzip member (truncated file)")
+                out = self.inflate.decompress(self.pending, n)
+                self.pending = self.inflate.unconsumed_tail
+                if out:
+                    if self._left:  # announced bytes inside a deflated member: not the writer's layout
+                        self._announced = False
+                        self._crc = zlib.crc32(out[: self._left], self._crc)
+                        self._left = max(0, self._left - len(out))
+                    return out
 
     def read(self, n: int) -> bytes:
         """Up to ``n`` bytes: fewer only at the end of the last gzip member."""
         out = self.read_some(n)
         if len(out) == n or not out:
-            return out
+            return bytes(out)
         parts = [out]
         want = n - len(out)
         while want and (more := self.read_some(want)):

@@ -257,16 +257,20 @@ def _json(path: Path, name: str, data: bytes) -> dict[str, Any]:
     return doc
 
 
-#: a JSON string (escapes included), and an innermost empty container once strings and scalars are gone
-_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+#: an escape inside a JSON string; a JSON string once escapes are gone; an innermost empty container
+_JSON_ESCAPE = re.compile(rb"\\.", re.DOTALL)
+_JSON_STRING = re.compile(rb'"[^"]*"')
 _INNERMOST = re.compile(rb"\[\]|\{\}")
-_NOT_BRACKET = bytes(c for c in range(256) if c not in b"[]{}")
+_NOT_QUOTE_OR_BRACKET = bytes(c for c in range(256) if c not in b'"[]{}')
 
 
 def _depth(data: bytes, limit: int) -> int:
-    """Nesting depth of the containers of the JSON text ``data`` (valid JSON), counted on its bytes: strings are
-    removed, then everything but brackets, then each pass removes the innermost containers; stops past ``limit``."""
-    brackets = _JSON_STRING.sub(b"", data).translate(None, _NOT_BRACKET)
+    """Nesting depth of the containers of the JSON text ``data`` (valid JSON), counted on its bytes: escapes are
+    removed (a backslash occurs only inside strings), then everything but quotes and brackets, then the strings;
+    each pass then removes the innermost containers; stops past ``limit``."""
+    if b"\\" in data:
+        data = _JSON_ESCAPE.sub(b"", data)
+    brackets = _JSON_STRING.sub(b"", data.translate(None, _NOT_QUOTE_OR_BRACKET))
     depth = 0
     while brackets and depth <= limit:
         brackets = _INNERMOST.sub(b"", brackets)

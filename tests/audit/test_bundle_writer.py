@@ -14,6 +14,7 @@ import json
 import os
 import random
 import shutil
+import struct
 import subprocess
 import tarfile
 import zlib
@@ -186,6 +187,23 @@ def test_a_known_crc_is_refused_after_the_first_stored_bytes() -> None:
     gz.write_stored(b"a" * 512)
     with pytest.raises(ValueError, match="first bytes"):
         gz.write_stored(b"b" * 512, crc32=0)
+
+
+def test_a_whole_members_crc_given_at_its_start_is_the_one_in_its_trailer() -> None:
+    data = bytes(range(256)) * 300  # two stored blocks
+    out = io.BytesIO()
+    gz = SegmentedGzip(out)
+    calls: list[int] = []
+    gz.begin_stored(len(data), crc32=lambda: calls.append(1) or 0x12345678)
+    gz.write_stored(data[:1000])
+    gz.write_stored(data[1000:])
+    raw = out.getvalue()
+    assert calls == [1] and raw[-8:] == struct.pack("<II", 0x12345678, len(data))  # not computed here
+    assert zlib.decompressobj(-zlib.MAX_WBITS).decompress(raw[10:-8]) == data
+    other = SegmentedGzip(io.BytesIO())
+    other.begin_stored(10, crc32=lambda: 0)
+    with pytest.raises(ValueError, match="first bytes"):  # one CRC per member
+        other.write_stored(b"x" * 10, crc32=0)
 
 
 def test_gathered_keeps_immutable_buffers_and_copies_writable_ones() -> None:
