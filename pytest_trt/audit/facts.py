@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from pytest_trt.audit import bundle as b
-from pytest_trt.audit.archive import STORED_BLOCK
+from pytest_trt.audit.archive import STORED_BLOCK, stored_block_header
 from pytest_trt.audit.manifest import MANIFEST, parse_manifest
 from pytest_trt.audit.sign import SIGNATURE
 from pytest_trt.audit.verify import MEMBER_LIMITS, VerifiedBundle, verify_bundle
@@ -121,23 +121,15 @@ class _Inflater:
         head = fh.read(15)  # gzip header, first block header
         blocks = max(1, -(-n // STORED_BLOCK))
         last = n - STORED_BLOCK * (blocks - 1)
-        if len(head) != 15 or head[:4] != _STORED_GZIP_HEADER or not self._stored(head[10:], blocks == 1,
-                                                                                  min(n, STORED_BLOCK)):
+        if len(head) != 15 or head[:4] != _STORED_GZIP_HEADER or head[10:] != stored_block_header(n):
             return False
         if blocks > 1:
             fh.seek(start + 10 + (5 + STORED_BLOCK) * (blocks - 1))
-            if not self._stored(fh.read(5), True, last):
+            if fh.read(5) != stored_block_header(last):
                 return False
         fh.seek(last, os.SEEK_CUR)
         trailer = fh.read(8)
         return len(trailer) == 8 and struct.unpack("<I", trailer[4:])[0] == n & 0xFFFFFFFF
-
-    @staticmethod
-    def _stored(head: bytes, final: bool, length: int) -> bool:
-        """``head`` is the header of a stored block of ``length`` bytes, final or not."""
-        if len(head) != 5 or head[0] != int(final):
-            return False
-        return struct.unpack("<HH", head[1:]) == (length, length ^ 0xFFFF)
 
 
 def read_members(path: Path) -> tuple[dict[str, bytes], dict[str, str]]:
