@@ -8,8 +8,8 @@ Artifact folder layout (also the engine-cache entry and the core of a bundle)::
     config.json    the pinned config and the effective config read back from the builder
     build.json     versions, device, durations, hashes, per-message times
 
-A cache entry read once also gets ``engine.plan.verified``, the engine's verified sha256 by its file identity
-(:class:`pytest_trt.common.filehash.StampedRead`: a cache of a verification, not evidence).
+A cache entry read once also gets ``engine.plan.verified`` and ``build.log.verified``, each file's verified sha256
+by its file identity (:class:`pytest_trt.common.filehash.StampedRead`: a cache of a verification, not evidence).
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from pytest_trt.common.backend_version import backend_version_of
+from pytest_trt.common.build_inputs import Calibrated, Requested
 from pytest_trt.common.filehash import BUILD_HASH_START_WAIT_S, HASH_THREAD_BYTES, EngineDigest, StampedRead
 from pytest_trt.common.fileio import write_plain
 from pytest_trt.common.logtext import (
@@ -49,6 +50,8 @@ CONFIG_FILE = "config.json"
 BUILD_FILE = "build.json"
 #: the engine's verified sha256 by its file identity (written beside a cache entry's engine after a verified read)
 ENGINE_STAMP_FILE = "engine.plan.verified"
+#: the same for build.log: a hit reads the log only when it is used
+LOG_STAMP_FILE = "build.log.verified"
 
 
 @dataclass(frozen=True)
@@ -63,35 +66,6 @@ class BuildMembers:
     effective: dict[str, Any]
     config_hash: str
     onnx_sha256: str
-
-
-class Calibrated(Protocol):
-    """What a result takes from an explicit calibration (``calibration.explicit.ExplicitCalibration``): the pinned
-    precision and calibration facts laid over the Q/DQ build's, and the calibration's seconds."""
-
-    @property
-    def effective(self) -> Mapping[str, Any]: ...
-    @property
-    def extra(self) -> Mapping[str, Any]: ...
-    @property
-    def seconds(self) -> float: ...
-
-
-class Requested(Protocol):
-    """What a result takes from the request it was built for (a :class:`~pytest_trt.backends.request.BuildRequest`)."""
-
-    @property
-    def backend(self) -> str: ...
-    @property
-    def onnx_sha256(self) -> str: ...
-    @property
-    def config_hash(self) -> str: ...
-    @property
-    def config_json(self) -> dict[str, Any]: ...
-    @property
-    def versions(self) -> Mapping[str, str]: ...
-    @property
-    def device(self) -> Mapping[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -212,9 +186,21 @@ class BuildResult:
                 return log
             if name != "log" or "_lazy_log" not in d:
                 raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-            folder, text, index = d["_lazy_log"]
-            log = d["log"] = split_log(folder, text, index_rows(index))
+            log = d["log"] = split_log(d["_lazy_log"][0], self._lazy_log_text(), index_rows(d["_lazy_log"][2]))
             return log
+
+    def _lazy_log_text(self) -> str:
+        """A verified entry's build.log text: read now, and checked against its stamp, when the hit had a stamp."""
+        folder, kept, index = self.__dict__["_lazy_log"]
+        if isinstance(kept, str):
+            return kept
+        try:
+            text: str = kept.data().decode("utf-8")
+        except (OSError, ValueError) as exc:
+            raise CacheCorrupt(f"cached build log {kept.path}: {exc}; rebuild it (pytest --trt-engine-build "
+                               "--trt-rebuild)", path=str(kept.path)) from None
+        self.__dict__["_lazy_log"] = (folder, text, index)
+        return text
 
     def release_engine(self) -> None:
         """Let go of the engine's bytes when they come from a stamped cache file, read again (and checked) on use."""
@@ -224,8 +210,7 @@ class BuildResult:
             lazy.release()
 
     def log_text(self) -> str:
-        lazy = self.__dict__.get("_lazy_log")
-        return lazy[1] if lazy is not None else format_log(self.log)
+        return self._lazy_log_text() if "_lazy_log" in self.__dict__ else format_log(self.log)
 
     def log_bytes(self) -> bytes:
         """``build.log``'s bytes (UTF-8), made once: the cache entry and the bundle both write them."""
@@ -321,7 +306,9 @@ class BuildResult:
         ``entry.json``).  Every file is read once and checked from memory; the engine is hashed on a thread while
         the other files are read."""
         engine = StampedRead(folder / ENGINE_FILE, stamp=folder / ENGINE_STAMP_FILE)
-        result, recorded = cls._read_rest(folder, engine.data() if engine.loaded else b"", digests or {})
+        checked = digests is not None and LOG_FILE in digests and BUILD_FILE in digests  # the log can wait for use
+        log = StampedRead(folder / LOG_FILE, stamp=folder / LOG_STAMP_FILE, thread="log-sha256") if checked else None
+        result, recorded = cls._read_rest(folder, engine.data() if engine.loaded else b"", digests or {}, log)
         if not engine.loaded:  # stamped: read when first used (a cache hit whose engine nothing runs never reads it)
             del result.__dict__["engine"]
             result.__dict__["_lazy_engine"] = engine
@@ -334,6 +321,8 @@ class BuildResult:
         if digests is not None:
             result.__dict__["_verified_digests"] = dict(digests)
         engine.stamp()  # verified: the next session reads this digest
+        if log is not None:
+            log.stamp()
         return result
 
     def set_clock(self, started: str, finished: str) -> None:
@@ -354,26 +343,37 @@ class BuildResult:
         return None if digests is None else dict(digests)
 
     @classmethod
-    def _read_rest(cls, folder: Path, engine: bytes, digests: Mapping[str, str]) -> tuple[BuildResult, str]:
-        """The result from the folder's other files, and the engine sha256 build.json records."""
-        raw = {name: (folder / name).read_bytes() for name in (BUILD_FILE, CONFIG_FILE, LOG_FILE)}
+    def _read_rest(cls, folder: Path, engine: bytes, digests: Mapping[str, str],
+                   log_file: StampedRead | None) -> tuple[BuildResult, str]:
+        """The result from the folder's other files, and the engine sha256 build.json records. ``log_file``: build.log
+        of an entry whose digests are known, kept unread while its stamp holds."""
+        names = (BUILD_FILE, CONFIG_FILE) if log_file is not None else (BUILD_FILE, CONFIG_FILE, LOG_FILE)
+        raw = {name: (folder / name).read_bytes() for name in names}
         for name, want in digests.items():
             if name == ENGINE_FILE:
                 continue
-            data = raw[name] if name in raw else (folder / name).read_bytes()
-            if hashlib.sha256(data).hexdigest() != want:
+            if name == LOG_FILE and log_file is not None:
+                digest = log_file.hexdigest()
+            else:
+                digest = hashlib.sha256(raw[name] if name in raw else (folder / name).read_bytes()).hexdigest()
+            if digest != want:
                 raise ValueError(f"{name} does not match its sha256")
         # build.log verified against the digest write() recorded: it and build.json's index are what a
         # build wrote, so splitting it into entries waits for the first use of ``log`` (a cache hit never
         # needs them; a second read of the file would be needed to check it again anyway)
-        lazy = LOG_FILE in digests and BUILD_FILE in digests
+        lazy = log_file is not None
         build_text = raw[BUILD_FILE].decode("utf-8")
         split = without_log_index(build_text) if lazy else None
         build = json.loads(build_text) if split is None else split[0]
         conf = json.loads(raw[CONFIG_FILE].decode("utf-8"))
-        text = raw[LOG_FILE].decode("utf-8")
+        if log_file is None:
+            text: str | StampedRead = raw[LOG_FILE].decode("utf-8")
+        elif log_file.loaded:  # no stamp yet: read to be hashed, so kept as text
+            text = log_file.data().decode("utf-8")
+        else:
+            text = log_file  # stamped: read when the log is first used
         index: list[list[Any]] | str = build["log_index"] if split is None else split[1]
-        log = () if lazy else split_log(folder, text, index_rows(index))
+        log = split_log(folder, text, index_rows(index)) if isinstance(text, str) and not lazy else ()
         result = cls(
             backend=build["backend"],
             engine=engine,

@@ -62,7 +62,8 @@ __all__ = ["ExplicitCalibration", "calibrate_request", "built_onnx", "calibrate_
 @dataclass(frozen=True)
 class ExplicitCalibration:
     """The outcome of calibrating one config: where the Q/DQ model is, what went into it, and what a build of it
-    records (:class:`pytest_trt.artifact.Calibrated`): ``typed`` is built, the result keeps the pinned config."""
+    records (:class:`pytest_trt.common.build_inputs.Calibrated`): ``typed`` is built, the result keeps the pinned
+    config."""
 
     folder: Path
     info: dict[str, Any]  # calibration.json: algorithm, quantizer, header, ranges, class counts, seconds ...

@@ -214,13 +214,13 @@ class EngineDigest:
     without waiting for it to run (:func:`pytest_trt.common.background.on_thread`).
     """
 
-    def __init__(self, engine: bytes | memoryview, *, wait_start: float = 0.0) -> None:
+    def __init__(self, engine: bytes | memoryview, *, wait_start: float = 0.0, thread: str = "engine-sha256") -> None:
         """``wait_start``: seconds to wait at most for the thread to begin, for a caller that goes on holding the
         GIL (a build returning its result and starting the cache writer): else the hash begins only when the caller
-        releases it, or after the interpreter's 5 ms switch interval."""
+        releases it, or after the interpreter's 5 ms switch interval.  ``thread``: the thread's name."""
         self._engine = engine  # a memoryview keeps the buffer it views (the builder's) alive until hashed
         self._future: Future[str] = Future()
-        on_thread("engine-sha256", (self._future, self._hash), wait_start=wait_start)
+        on_thread(thread, (self._future, self._hash), wait_start=wait_start)
 
     def _hash(self) -> str:
         digest = hashlib.sha256(self._engine).hexdigest()
@@ -251,8 +251,10 @@ class StampedRead:
     stamped identity (else its bytes must hash to the stamped digest) and raises ValueError naming it if not.
     """
 
-    def __init__(self, path: Path, *, stamp: Path) -> None:
+    def __init__(self, path: Path, *, stamp: Path, thread: str = "engine-sha256") -> None:
+        """``thread``: the name of the thread that hashes a large file read now (tests count them by name)."""
         self.path = path
+        self._thread = thread
         self._started = time.time_ns()
         self._stamp_path = stamp
         self._data: bytes | None = None
@@ -262,7 +264,7 @@ class StampedRead:
         if self._stamped is None:  # read now, and hash from now on
             self._data, self._identity = read_with_identity(path)
             if len(self._data) >= HASH_THREAD_BYTES:
-                self._pending = EngineDigest(self._data)
+                self._pending = EngineDigest(self._data, thread=self._thread)
         self._digest: str | None = None
 
     @property

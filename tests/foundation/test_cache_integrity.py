@@ -178,3 +178,38 @@ def test_a_released_engine_is_read_again_on_use_and_a_built_one_is_kept(tmp_path
     built = result  # made by a build: nothing to read it back from
     built.release_engine()
     assert "engine" in built.__dict__ and built.engine == result.engine
+
+
+def test_a_stamped_hit_reads_its_log_only_when_used_and_checks_it_then(tmp_path, result, monkeypatch):
+    """build.log is stamped like the engine: a later hit reads it only when the log is used, and refuses a log
+    edited since it was verified (same size, in place: only its ctime shows)."""
+    import hashlib
+    import json
+
+    from pytest_trt.common import filehash
+
+    monkeypatch.setattr(filehash, "STAMP_SETTLE_NS", -(10**12))
+    cache = EngineCache(tmp_path)
+    folder = cache.store(KEY_A, result)
+    assert cache.load(KEY_A) is not None  # verified by hashing, then stamped
+    path = folder / "build.log"
+    st = path.stat()
+    assert json.loads((folder / "build.log.verified").read_text()) == {
+        "identity": [str(path), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino],
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    reads: list[str] = []
+    real = filehash.read_with_identity
+    monkeypatch.setattr(filehash, "read_with_identity", lambda p: reads.append(p.name) or real(p))
+    hit = cache.load(KEY_A)
+    assert hit is not None and "build.log" not in reads
+    assert hit.log_text() == path.read_text(encoding="utf-8") == result.log_text() and reads.count("build.log") == 1
+    assert hit.log == result.log and reads.count("build.log") == 1  # read once
+    later = cache.load(KEY_A)
+    assert later is not None
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("[VERBOSE]", "[VERBOSX]", 1), encoding="utf-8")  # same size
+    with pytest.raises(CacheCorrupt, match=r"cached build log .*build\.log: .*changed after it was verified.*"
+                                           r"--trt-rebuild"):
+        later.log  # noqa: B018
+    with pytest.raises(CacheCorrupt, match=r"is corrupt \(build.log does not match its sha256\)"):
+        cache.load(KEY_A)  # the next session: hashed again at load, refused
