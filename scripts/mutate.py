@@ -629,7 +629,7 @@ MUTANTS = (
            ("tests/foundation/test_features.py",),
            "precision='best' asks for builder flags this TensorRT does not have"),
     Mutant("cache-no-hash-check", "pytest_trt/artifact.py",
-           "            if hashlib.sha256(data).hexdigest() != want:", "            if False:",
+           "            if digest != want:", "            if False:",
            _CACHE, "a corrupt cached engine is used"),
     Mutant("cache-wrong-key-accepted", "pytest_trt/engines/cache.py",
            '            if entry.get("key") != key:', "            if False:",
