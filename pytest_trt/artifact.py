@@ -174,12 +174,7 @@ class BuildResult:
                 d.pop("_engine_view", None)
                 return data
             if name == "engine" and "_lazy_engine" in d:
-                try:
-                    data = d["_lazy_engine"].data()
-                except (OSError, ValueError) as exc:
-                    raise CacheCorrupt(f"cached engine {d['_lazy_engine'].path}: {exc}; rebuild it (pytest "
-                                       "--trt-engine-build --trt-rebuild)", path=str(d["_lazy_engine"].path)) from None
-                d["engine"] = data
+                data = d["engine"] = _checked_read(d["_lazy_engine"], "engine")
                 return data
             if name == "log" and "_pending_log" in d:
                 log = d["log"] = tuple(d["_pending_log"]())
@@ -194,11 +189,7 @@ class BuildResult:
         folder, kept, index = self.__dict__["_lazy_log"]
         if isinstance(kept, str):
             return kept
-        try:
-            text: str = kept.data().decode("utf-8")
-        except (OSError, ValueError) as exc:
-            raise CacheCorrupt(f"cached build log {kept.path}: {exc}; rebuild it (pytest --trt-engine-build "
-                               "--trt-rebuild)", path=str(kept.path)) from None
+        text = _checked_read(kept, "build log").decode("utf-8")
         self.__dict__["_lazy_log"] = (folder, text, index)
         return text
 
@@ -361,19 +352,17 @@ class BuildResult:
         # build.log verified against the digest write() recorded: it and build.json's index are what a
         # build wrote, so splitting it into entries waits for the first use of ``log`` (a cache hit never
         # needs them; a second read of the file would be needed to check it again anyway)
-        lazy = log_file is not None
         build_text = raw[BUILD_FILE].decode("utf-8")
-        split = without_log_index(build_text) if lazy else None
+        split = without_log_index(build_text) if log_file is not None else None
         build = json.loads(build_text) if split is None else split[0]
         conf = json.loads(raw[CONFIG_FILE].decode("utf-8"))
-        if log_file is None:
-            text: str | StampedRead = raw[LOG_FILE].decode("utf-8")
-        elif log_file.loaded:  # no stamp yet: read to be hashed, so kept as text
-            text = log_file.data().decode("utf-8")
-        else:
-            text = log_file  # stamped: read when the log is first used
         index: list[list[Any]] | str = build["log_index"] if split is None else split[1]
-        log = split_log(folder, text, index_rows(index)) if isinstance(text, str) and not lazy else ()
+        lazy_log: tuple[Path, str | StampedRead, list[list[Any]] | str] | None = None
+        if log_file is None:  # no digests to check the log against later: split now
+            log = split_log(folder, raw[LOG_FILE].decode("utf-8"), index_rows(index))
+        else:  # as text when it had no stamp (read to be hashed), else read when the log is first used
+            log = ()
+            lazy_log = (folder, log_file.data().decode("utf-8") if log_file.loaded else log_file, index)
         result = cls(
             backend=build["backend"],
             engine=engine,
@@ -388,10 +377,19 @@ class BuildResult:
             extra=build.get("extra", {}),
             backend_version=backend_version_of(build),  # also an entry written before the field existed
         )
-        if lazy:
+        if lazy_log is not None:
             del result.__dict__["log"]
-            result.__dict__["_lazy_log"] = (folder, text, index)
+            result.__dict__["_lazy_log"] = lazy_log
         return result, str(build["engine_sha256"])
+
+
+def _checked_read(stamped: StampedRead, what: str) -> bytes:
+    """A stamped cache file's bytes, read now and checked against its stamp; CacheCorrupt naming it when it changed."""
+    try:
+        return stamped.data()
+    except (OSError, ValueError) as exc:
+        raise CacheCorrupt(f"cached {what} {stamped.path}: {exc}; rebuild it (pytest --trt-engine-build "
+                           "--trt-rebuild)", path=str(stamped.path)) from None
 
 
 def _encode_build_json(build: dict[str, Any]) -> bytes:

@@ -162,8 +162,8 @@ class SegmentedGzip:
             self._finish_stored()
 
     def _block(self, data: bytes | bytearray | memoryview, *, final: bool) -> None:
-        n = len(data)
-        self.fileobj.write(bytes((1 if final else 0,)) + struct.pack("<HH", n, n ^ 0xFFFF))
+        """A full block of 65,535 bytes, or the member's final one (the headers the verifier expects)."""
+        self.fileobj.write(stored_block_header(len(data)) if final else _FULL_BLOCK_HEADER)
         self.fileobj.write(data)
 
     def _finish_stored(self) -> None:

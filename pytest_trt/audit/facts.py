@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from pytest_trt.audit import bundle as b
-from pytest_trt.audit.archive import STORED_BLOCK, stored_block_header
+from pytest_trt.audit.archive import STORED_BLOCK, STORED_GZIP_HEADER, stored_block_header
 from pytest_trt.audit.manifest import MANIFEST, parse_manifest
 from pytest_trt.audit.sign import SIGNATURE
 from pytest_trt.audit.verify import MEMBER_LIMITS, VerifiedBundle, verify_bundle
@@ -34,8 +34,6 @@ from pytest_trt.errors import ArchiveError, BundleIntegrityError
 _BLOCK = 512
 _CHUNK = 1 << 16
 _JSON_MEMBERS = (b.BUILD, b.CONFIG, b.ENVIRONMENT, b.CALIBRATION, b.GOLDEN)
-#: the start of a gzip member without optional fields, as the bundle writer's stored members begin
-_STORED_GZIP_HEADER = b"\x1f\x8b\x08\x00"
 
 #: size, mtime_ns, ctime_ns, inode
 Identity = tuple[int, int, int, int]
@@ -121,7 +119,7 @@ class _Inflater:
         head = fh.read(15)  # gzip header, first block header
         blocks = max(1, -(-n // STORED_BLOCK))
         last = n - STORED_BLOCK * (blocks - 1)
-        if len(head) != 15 or head[:4] != _STORED_GZIP_HEADER or head[10:] != stored_block_header(n):
+        if len(head) != 15 or head[:4] != STORED_GZIP_HEADER[:4] or head[10:] != stored_block_header(n):
             return False
         if blocks > 1:
             fh.seek(start + 10 + (5 + STORED_BLOCK) * (blocks - 1))

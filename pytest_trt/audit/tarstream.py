@@ -153,7 +153,7 @@ class Inflater:
         self.pending: bytes | memoryview = b""  # raw bytes read and not yet consumed
         self.members = 1
         self._announced = False  # the next gzip member may be a stored one
-        self._left = 0  # announced stored bytes not yet returned
+        self._left = 0  # announced stored bytes not yet returned by zlib (whose CRC-32 is then computed here)
         self._crc = 0  # of the announced bytes returned so far, when zlib inflated them
         self._reader: StoredReader | None = None  # the reader of the announced bytes, when they were read raw
 
@@ -176,6 +176,7 @@ class Inflater:
         if self._announced and rest[: len(STORED_GZIP_HEADER)] == STORED_GZIP_HEADER:
             self.direct = self._reader = StoredReader(self.raw.read, self._left,
                                                      memoryview(rest)[len(STORED_GZIP_HEADER):])
+            self._left = 0  # the reader counts them now
         else:
             self.inflate, self.pending = zlib.decompressobj(31), rest
         self._announced = False
@@ -189,7 +190,6 @@ class Inflater:
             if self.direct is not None:
                 out = self.direct.read_some(n)
                 if out:
-                    self._left = max(0, self._left - len(out))
                     return out
                 self.pending, self.direct = self.direct.leftover, None  # its trailer is checked: the member ended
             elif self.inflate is None or self.inflate.eof:
