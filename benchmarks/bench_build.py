@@ -18,8 +18,9 @@ For each model: the example MobileNetV2-style net (32x32), the torchvision-size 
    whose old pages the kernel frees first: the ratio to this one is printed, never the target).
    The provider is made as ``--trt-engine-build`` makes it (backend chosen through
    the registry, one per session), so per-session costs are counted.  ``--phases`` prints where the
-   plugin's time outside ``build_serialized_network`` went (the log's conversion into entries, the cache
-   writer thread and, inside it, the file writes and build.json's encoding; and what ``flush()`` waited).
+   plugin's time outside ``build_serialized_network`` went (build.log's text from the messages its converting
+   thread left, the cache writer thread and, inside it, the file writes and build.json's encoding; and what
+   ``flush()`` waited).
 2. Cache hit (key, hash check, load) of the model's engine: target <= 20 ms median,
    in this process and in a fresh process, where it must not import the backend library.
 
@@ -85,6 +86,7 @@ def bare_build(trt, onnx: Path, shapes=SHAPES, *, evidence: bool = False,
     config.add_optimization_profile(profile)
     t1 = time.perf_counter()
     serialized = builder.build_serialized_network(network, config)
+    t_built = time.perf_counter()
     assert serialized is not None
     if write_to is not None:
         if new_folder:
@@ -96,7 +98,7 @@ def bare_build(trt, onnx: Path, shapes=SHAPES, *, evidence: bool = False,
     t2 = time.perf_counter()
     if evidence:
         logger.stop()  # after the timer: turning messages into log entries is pytest-trt's own work
-    return t2 - t0, t2 - t1
+    return t2 - t0, t_built - t1
 
 
 def session_provider(backend_name: str, cache_dir: Path, *, build: bool) -> EngineProvider:
@@ -137,7 +139,7 @@ def fresh_process_hit(backend_name: str, cache: Path, name: str, onnx: Path, sha
 class Phases:
     """Seconds spent in the plugin's steps outside ``build_serialized_network``, per build (``--phases``)."""
 
-    STEPS = (("pytest_trt.backends.trt_logger", "Captured", "__call__", "log converted into entries (by the writer)"),
+    STEPS = (("pytest_trt.backends.trt_logger", "Captured", "text", "build.log's text: the messages left converted"),
              ("pytest_trt.engines.cache", "EngineCache", "write_entry", "cache writer thread, whole"),
              ("pytest_trt.artifact", "BuildResult", "write", "  entry files written"),
              ("pytest_trt.artifact", "BuildResult", "_write_evidence", "    log and JSON files (beside the engine's)"),

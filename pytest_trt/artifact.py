@@ -18,7 +18,7 @@ import functools
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,13 +31,15 @@ from pytest_trt.common.logtext import (
     LOG_FILE,
     SEVERITIES,
     LogEntry,
+    PreparedLog,
+    encode_build_json,
     format_log,
+    index_of,
     index_rows,
     iter_log_lines,
     split_log,
     without_log_index,
 )
-from pytest_trt.errors import CacheCorrupt
 
 #: LogEntry and the build.log helpers live in :mod:`pytest_trt.common.logtext` and are part of this module's face
 __all__ = ["ARTIFACT_SCHEMA", "BUILD_FILE", "CONFIG_FILE", "ENGINE_FILE", "LOG_FILE", "SEVERITIES", "BuildMembers",
@@ -150,11 +152,11 @@ class BuildResult:
         """Keep ``digest``, started on these engine bytes, as the one :attr:`engine_sha256` waits for."""
         self.__dict__["_engine_digest"] = digest
 
-    def with_log(self, entries: Callable[[], Iterable[LogEntry]]) -> BuildResult:
-        """This result (just built, not yet shared) with the build's log: ``entries`` is called when the log is first
-        used (on the cache writer's thread, for build.log), so the build returns without converting its messages."""
+    def with_log(self, prepared: PreparedLog) -> BuildResult:
+        """This result (just built, not yet shared) with the build's log, as converted beside the build: its entries,
+        build.log's text and build.json's log index are taken from ``prepared`` when first used."""
         del self.__dict__["log"]
-        self.__dict__["_pending_log"] = entries
+        self.__dict__["_pending_log"] = prepared
         return self
 
     def pending_engine_digest(self) -> EngineDigest | None:
@@ -174,7 +176,7 @@ class BuildResult:
                 d.pop("_engine_view", None)
                 return data
             if name == "engine" and "_lazy_engine" in d:
-                data = d["engine"] = _checked_read(d["_lazy_engine"], "engine")
+                data = d["engine"] = d["_lazy_engine"].checked_data("engine")
                 return data
             if name == "log" and "_pending_log" in d:
                 log = d["log"] = tuple(d["_pending_log"]())
@@ -189,7 +191,7 @@ class BuildResult:
         folder, kept, index = self.__dict__["_lazy_log"]
         if isinstance(kept, str):
             return kept
-        text = _checked_read(kept, "build log").decode("utf-8")
+        text: str = kept.checked_data("build log").decode("utf-8")
         self.__dict__["_lazy_log"] = (folder, text, index)
         return text
 
@@ -201,7 +203,10 @@ class BuildResult:
             lazy.release()
 
     def log_text(self) -> str:
-        return self._lazy_log_text() if "_lazy_log" in self.__dict__ else format_log(self.log)
+        if "_lazy_log" in self.__dict__:
+            return self._lazy_log_text()
+        prepared = self.__dict__.get("_pending_log")
+        return format_log(self.log) if prepared is None else prepared.text()
 
     def log_bytes(self) -> bytes:
         """``build.log``'s bytes (UTF-8), made once: the cache entry and the bundle both write them."""
@@ -218,26 +223,32 @@ class BuildResult:
             if lazy is not None and "log" not in self.__dict__:
                 index = tuple((s, float(t), int(n)) for s, t, n in index_rows(lazy[2]))
             else:
-                index = tuple([(s, t, x.count("\n") + 1) for s, t, x in self.log])
+                index = tuple(index_of(self.log))
             self.__dict__["_logindex_rows"] = index
         return [list(row) for row in index]
 
     def build_json(self) -> dict[str, Any]:
         return self._build_json_with(self.engine_sha256)
 
-    def _build_json_with(self, engine_sha256: str) -> dict[str, Any]:
+    def _build_json_with(self, engine_sha256: str, *, log_index: bool = True) -> dict[str, Any]:
         # log_index: per message, its severity, seconds since the start and number of lines in build.log
         return {"schema": ARTIFACT_SCHEMA, "backend": self.backend, "backend_version": self.backend_version,
                 "config_hash": self.config_hash, "onnx_sha256": self.onnx_sha256, "engine_sha256": engine_sha256,
                 "engine_bytes": len(self.engine_buffer()), "durations": self.durations, "versions": self.versions,
-                "device": self.device, "extra": self.extra, "log_index": self._log_index()}
+                "device": self.device, "extra": self.extra, "log_index": self._log_index() if log_index else None}
+
+    def _encode_build_json(self, engine_sha256: str) -> bytes:
+        """build.json's bytes naming ``engine_sha256``; the log index as the build's log encoded it beside the build."""
+        prepared = self.__dict__.get("_pending_log")
+        build = self._build_json_with(engine_sha256, log_index=prepared is None)
+        return encode_build_json(build, log_index_json=None if prepared is None else prepared.index_json())
 
     def build_json_bytes(self) -> bytes:
         """build.json's bytes (sorted keys, compact, ASCII), made once: the cache entry writes them, the bundle's
         build.json embeds them: encoding the log index twice is ~2 ms per bundle."""
         data = self.__dict__.get("_build_json_bytes")
         if data is None:
-            data = self.__dict__["_build_json_bytes"] = _encode_build_json(self.build_json())
+            data = self.__dict__["_build_json_bytes"] = self._encode_build_json(self.engine_sha256)
         return data
 
     def _build_json_bytes_beside_digest(self) -> bytes:
@@ -247,7 +258,7 @@ class BuildResult:
         if "_build_json_bytes" in self.__dict__ or "_engine_digest" not in self.__dict__:
             return self.build_json_bytes()
         stand_in = os.urandom(32).hex().encode()
-        data = _encode_build_json(self._build_json_with(stand_in.decode()))
+        data = self._encode_build_json(stand_in.decode())
         if data.count(stand_in) != 1:  # never seen; then the digest is waited for first
             return self.build_json_bytes()
         data = self.__dict__["_build_json_bytes"] = data.replace(stand_in, self.engine_sha256.encode())
@@ -382,15 +393,3 @@ class BuildResult:
             result.__dict__["_lazy_log"] = lazy_log
         return result, str(build["engine_sha256"])
 
-
-def _checked_read(stamped: StampedRead, what: str) -> bytes:
-    """A stamped cache file's bytes, read now and checked against its stamp; CacheCorrupt naming it when it changed."""
-    try:
-        return stamped.data()
-    except (OSError, ValueError) as exc:
-        raise CacheCorrupt(f"cached {what} {stamped.path}: {exc}; rebuild it (pytest --trt-engine-build "
-                           "--trt-rebuild)", path=str(stamped.path)) from None
-
-
-def _encode_build_json(build: dict[str, Any]) -> bytes:
-    return (json.dumps(build, sort_keys=True, separators=(",", ":")) + "\n").encode()

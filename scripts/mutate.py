@@ -50,6 +50,7 @@ _PARSER_MEMORY = ("tests/buildlog/test_parser_memory.py",)
 _DETAILED_BRACKETS = ("tests/buildlog/test_buildlog_parser.py::"
                       "test_detailed_line_brackets_nest_and_a_line_without_layer_type_is_unparsed")
 _ASSERTIONS = ("tests/buildlog/test_buildlog_assertions.py", "tests/buildlog/test_assertion_edges.py")
+_LOG_CONVERSION = ("tests/foundation/test_log_conversion.py",)
 _CACHE = ("tests/foundation/test_cache.py", "tests/foundation/test_cache_integrity.py")
 _CALIB_DATA = "pytest_trt/common/calibration_data.py"
 _CALIB_DATA_T = ("tests/calibration/test_calibration_data_validation.py",)
@@ -137,8 +138,8 @@ MUTANTS = (
     Mutant("cache-log-stamp-skipped", "pytest_trt/artifact.py",
            "        if log is not None:\n            log.stamp()\n", "", _CACHE,
            "build.log is never stamped: every cache hit reads and hashes it again"),
-    Mutant("cache-lazy-read-unchecked", "pytest_trt/artifact.py",
-           "        return stamped.data()", "        return stamped.path.read_bytes()", _CACHE,
+    Mutant("cache-lazy-read-unchecked", "pytest_trt/common/filehash.py",
+           "            return self.data()\n", "            return self.path.read_bytes()\n", _CACHE,
            "a stamped engine or build.log edited after it was verified is read on use without a check"),
     Mutant("cache-log-digest-trusted", "pytest_trt/artifact.py",
            "                digest = log_file.hexdigest()", "                digest = want", _CACHE,
@@ -698,15 +699,25 @@ MUTANTS = (
            "engine=memoryview(serialized),", "engine=bytes(memoryview(serialized)),",
            ("tests/foundation/test_cache_write_path.py",),
            "every build copies its engine into bytes before returning (103 MB for a ResNet-50), used or not"),
-    Mutant("build-log-converted-at-once", "pytest_trt/backends/tensorrt.py",
-           "            return result.with_log(logger.detach())",
-           "            return result.with_log(lambda log=logger.stop(): log)",
-           ("tests/foundation/test_cache_write_path.py",),
-           "every build converts its thousands of messages before it returns, on the test's critical path"),
+    Mutant("build-log-converted-after-the-build", "pytest_trt/backends/tensorrt.py",
+           "logger.start(convert=True)", "logger.start()", _LOG_CONVERSION,
+           "a build's thousands of messages are all converted after it returns, on the cache entry's critical path"),
     Mutant("captured-log-converted-each-time", "pytest_trt/backends/trt_logger.py",
-           "            raw, self._raw = self._raw, None\n", "            raw = self._raw\n",
-           ("tests/foundation/test_cache_write_path.py",),
-           "each use of a build's log converts its messages again"),
+           "        self._done = stop\n", "", _LOG_CONVERSION,
+           "each batch converts a build's messages again from the first: build.log repeats them"),
+    Mutant("log-convert-batch-unbounded", "pytest_trt/backends/trt_logger.py",
+           "self._convert(CONVERT_BATCH)", "self._convert()", _LOG_CONVERSION,
+           "the converting thread holds the GIL for all messages at once while the build waits to log"),
+    Mutant("log-convert-thread-never-ends", "pytest_trt/backends/trt_logger.py",
+           "        while self._capturing.is_set():\n", "        while True:\n", _LOG_CONVERSION,
+           "every build leaves a thread polling forever"),
+    Mutant("log-index-batches-run-together", "pytest_trt/backends/trt_logger.py",
+           '[",".join([part for part', '["".join([part for part', _LOG_CONVERSION,
+           "build.json's log index is not valid JSON once its messages were converted in several batches"),
+    Mutant("log-index-not-spliced", "pytest_trt/common/logtext.py",
+           'return f"{head}{_LOG_INDEX_KEY[:-1]}{log_index_json}{tail}\\n".encode()',
+           'return f"{head}{_LOG_INDEX_KEY[:-1]}[]{tail}\\n".encode()', _LOG_CONVERSION,
+           "build.json records an empty log index for a build whose log was converted beside it"),
     Mutant("built-engine-buffer-kept-beside-copy", "pytest_trt/artifact.py",
            '                d.pop("_engine_view", None)\n', "",
            ("tests/foundation/test_cache_write_path.py",),

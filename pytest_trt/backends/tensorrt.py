@@ -136,7 +136,7 @@ class TensorRTBackend(registry.BackendBase):
         trt = self.trt
         logger = capture_logger(trt)
         with _BUILD_LOCK:
-            logger.start()
+            logger.start(convert=True)  # the log is converted on a thread while the build runs
             try:
                 result = self._build_locked(request, logger)
             except BuildFailed as exc:

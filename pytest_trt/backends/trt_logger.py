@@ -17,7 +17,8 @@ import time
 from types import ModuleType
 from typing import Any
 
-from pytest_trt.common.logtext import LogEntry
+from pytest_trt.common.background import Future, on_thread
+from pytest_trt.common.logtext import LogEntry, encode_index, format_log, index_of
 
 _LOGGERS: dict[str, Any] = {}
 _LOCK = threading.Lock()
@@ -39,26 +40,85 @@ def _text(msg: Any) -> str:
         return f"<message not convertible to text: {type(exc).__name__}>"
 
 
+#: while a build runs, messages are converted in batches of at most this many (~0.2 ms of the GIL each) ...
+CONVERT_BATCH = 256
+#: ... each when no message came since the last look, every this many seconds: a TensorRT build logs most of its
+#: messages in bursts (the parse; the first tenth of the build), then works for long stretches without logging
+CONVERT_POLL_S = 0.0005
+
+
 class Captured:
-    """The messages of one build as the logger took them: :meth:`__call__` converts them into LogEntry items once
-    (on whichever thread asks first; another thread asking meanwhile waits for the same list)."""
+    """The messages of one build as the logger takes them, and their conversion into LogEntry items, build.log's text
+    and build.json's log index (JSON text).
+
+    Converted once, in batches: by :meth:`convert_while_capturing` on a thread while the build runs (the build's
+    own thread only waits for a batch when it logs meanwhile), the rest by whichever thread asks first once
+    capture ended (another thread asking meanwhile waits for the same result)."""
 
     def __init__(self, raw: list[tuple[Any, float, Any]], start: float) -> None:
-        self._raw: list[tuple[Any, float, Any]] | None = raw
+        self._raw = raw
         self._start = start
+        self._done = 0  # messages converted
+        self._names: dict[int, str] = {}
         self._entries: list[LogEntry] = []
+        self._text_parts: list[str] = []  # build.log's text, per batch
+        self._index_parts: list[str] = []  # the log index's rows as JSON text without the brackets, per batch
         self._lock = threading.Lock()
+        self._capturing = threading.Event()
+        self._capturing.set()
+        #: the converting thread's work while the capture lasts (None: not converting during the capture)
+        self.converting: Future[None] | None = None
+
+    def _convert(self, limit: int | None = None) -> None:
+        """Convert up to ``limit`` more messages (all when None); under the lock."""
+        stop = len(self._raw) if limit is None else min(len(self._raw), self._done + limit)
+        if stop <= self._done:
+            return
+        entries = _entries(self._raw[self._done : stop], self._start, self._names)
+        text, index = format_log(entries), encode_index(index_of(entries))[1:-1]
+        self._entries.extend(entries)  # all or nothing: a failure above leaves these messages to the next batch
+        self._text_parts.append(text)
+        self._index_parts.append(index)
+        self._done = stop
+
+    def end_capture(self) -> None:
+        """No message comes any more: the converting thread stops."""
+        self._capturing.clear()
+
+    def convert_while_capturing(self) -> None:
+        """Convert the messages a batch at a time while the capture lasts, whenever none came since the last look."""
+        seen = -1
+        while self._capturing.is_set():
+            count = len(self._raw)
+            if count == seen and count > self._done:
+                with self._lock:
+                    if not self._capturing.is_set():
+                        return
+                    self._convert(CONVERT_BATCH)
+            seen = count
+            time.sleep(CONVERT_POLL_S)
 
     def __call__(self) -> list[LogEntry]:
         with self._lock:
-            raw, self._raw = self._raw, None
-            if raw is not None:
-                self._entries = _entries(raw, self._start)
+            self._convert()
             return self._entries
 
+    def text(self) -> str:
+        """build.log's text (:func:`~pytest_trt.common.logtext.format_log` of the entries)."""
+        with self._lock:
+            self._convert()
+            self._text_parts[:] = ["".join(self._text_parts)]
+            return self._text_parts[0]
 
-def _entries(raw: list[tuple[Any, float, Any]], start: float) -> list[LogEntry]:
-    names: dict[int, str] = {}
+    def index_json(self) -> str:
+        """build.json's ``log_index``, encoded as :func:`~pytest_trt.common.logtext.encode_index` encodes it."""
+        with self._lock:
+            self._convert()
+            self._index_parts[:] = [",".join([part for part in self._index_parts if part])]
+            return f"[{self._index_parts[0]}]"
+
+
+def _entries(raw: list[tuple[Any, float, Any]], start: float, names: dict[int, str]) -> list[LogEntry]:
     out = []
     make = tuple.__new__  # LogEntry's own __new__ without its argument parsing (a NamedTuple)
     for severity, t, text in raw:
@@ -92,22 +152,34 @@ def _make_logger_class(trt: ModuleType) -> type:
             except Exception:  # pragma: no cover - older bindings without the attribute
                 pass
             self._sink: list[tuple[Any, float, Any]] | None = None
+            self._captured: Captured | None = None
             self._start = time.perf_counter()
             self.dropped = 0
 
-        def start(self) -> None:
+        def start(self, *, convert: bool = False) -> None:
+            """Capture into a new list from now on; ``convert``: convert the messages on a thread meanwhile
+            (:meth:`Captured.convert_while_capturing`), so that the build's result has its log ready."""
+            if self._captured is not None:
+                self._captured.end_capture()
             self._sink = []
             self._start = time.perf_counter()
+            captured = self._captured = Captured(self._sink, self._start)
+            if convert:
+                captured.converting = Future()
+                on_thread("log-convert", (captured.converting, captured.convert_while_capturing))
 
         def stop(self) -> list[LogEntry]:
             """End capture; return the messages as LogEntry items."""
             return self.detach()()
 
         def detach(self) -> Captured:
-            """End capture; return the messages, turned into LogEntry items when first asked for (so a build returns
-            without converting its thousands of messages: the cache writer's thread converts them for build.log)."""
-            raw, self._sink = self._sink, None
-            return Captured(raw or [], self._start)
+            """End capture; return the messages, converted when first asked for (so a build returns without converting
+            its thousands of messages: those not converted during the build are, on the cache writer's thread)."""
+            captured, self._captured, self._sink = self._captured, None, None
+            if captured is None:
+                return Captured([], self._start)
+            captured.end_capture()
+            return captured
 
         def errors_so_far(self) -> list[str]:
             """Texts of the ERROR and INTERNAL_ERROR messages captured so far."""

@@ -16,6 +16,7 @@ from typing import Any
 
 from pytest_trt.common.background import Future, on_thread
 from pytest_trt.common.fileio import write_text_atomic
+from pytest_trt.errors import CacheCorrupt
 
 #: a file's identity: (absolute path, size, mtime_ns, ctime_ns, inode)
 FileKey = tuple[str, int, int, int, int]
@@ -280,6 +281,15 @@ class StampedRead:
                                  "the file that was checked")
             self._data = data
         return self._data
+
+    def checked_data(self, what: str) -> bytes:
+        """:meth:`data` of a cache file: CacheCorrupt naming ``what`` and the file when it changed since it was verified
+        (or cannot be read)."""
+        try:
+            return self.data()
+        except (OSError, ValueError) as exc:
+            raise CacheCorrupt(f"cached {what} {self.path}: {exc}; rebuild it (pytest --trt-engine-build "
+                               "--trt-rebuild)", path=str(self.path)) from None
 
     def release(self) -> None:
         """Let go of a stamped file's bytes (:meth:`data` reads and checks them again when asked)."""

@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 SEVERITIES = ("INTERNAL_ERROR", "ERROR", "WARNING", "INFO", "VERBOSE")
 LOG_FILE = "build.log"
+_LOG_INDEX_KEY = '"log_index":['
 
 
 class LogEntry(NamedTuple):
@@ -34,13 +36,45 @@ def format_log(entries: Iterable[LogEntry]) -> str:
     return "".join([f"[{e.severity}] {e.text}\n" for e in entries])
 
 
+def index_of(entries: Iterable[LogEntry]) -> list[tuple[str, float, int]]:
+    """build.json's ``log_index`` rows of ``entries``: per message its severity, seconds since the start and number
+    of lines in build.log."""
+    return [(e.severity, e.time, e.text.count("\n") + 1) for e in entries]
+
+
+def encode_index(rows: list[tuple[str, float, int]]) -> str:
+    """``rows`` as build.json encodes its ``log_index`` (compact, ASCII): a JSON array."""
+    return json.dumps(rows, separators=(",", ":"))
+
+
+class PreparedLog(Protocol):
+    """A build's messages with build.log's text and build.json's log index made beside the build
+    (:class:`pytest_trt.backends.trt_logger.Captured`)."""
+
+    def __call__(self) -> list[LogEntry]: ...
+
+    def text(self) -> str: ...
+
+    def index_json(self) -> str: ...
+
+
+def encode_build_json(build: dict[str, Any], *, log_index_json: str | None = None) -> bytes:
+    """build.json's bytes: compact, sorted keys, ASCII, one newline.  ``log_index_json``: the ``log_index`` already
+    encoded (:func:`encode_index`), put in place of ``build``'s own: the same bytes as encoding the rows here."""
+    if log_index_json is None:
+        return (json.dumps(build, sort_keys=True, separators=(",", ":")) + "\n").encode()
+    stand_in = f'"{os.urandom(16).hex()}"'
+    text = json.dumps({**build, "log_index": stand_in[1:-1]}, sort_keys=True, separators=(",", ":"))
+    head, found, tail = text.partition(f"{_LOG_INDEX_KEY[:-1]}{stand_in}")
+    if not found:  # never seen (the key is at the top level, the stand-in random); encoded from its rows then
+        return encode_build_json({**build, "log_index": json.loads(log_index_json)})
+    return f"{head}{_LOG_INDEX_KEY[:-1]}{log_index_json}{tail}\n".encode()
+
+
 def iter_log_lines(entries: Iterable[LogEntry]) -> Iterator[str]:
     """The lines of ``build.log`` for ``entries``, without newlines."""
     for e in entries:
         yield from e.lines()
-
-
-_LOG_INDEX_KEY = '"log_index":['
 
 
 def without_log_index(text: str) -> tuple[dict[str, Any], str] | None:
