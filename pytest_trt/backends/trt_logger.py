@@ -98,22 +98,28 @@ class Captured:
             seen = count
             time.sleep(CONVERT_POLL_S)
 
+    def _finish(self) -> None:
+        """Convert what is left; once the capture ended, let go of the messages as the logger took them."""
+        self._convert()
+        if not self._capturing.is_set():
+            self._raw, self._done = [], 0
+
     def __call__(self) -> list[LogEntry]:
         with self._lock:
-            self._convert()
+            self._finish()
             return self._entries
 
     def text(self) -> str:
         """build.log's text (:func:`~pytest_trt.common.logtext.format_log` of the entries)."""
         with self._lock:
-            self._convert()
+            self._finish()
             self._text_parts[:] = ["".join(self._text_parts)]
             return self._text_parts[0]
 
     def index_json(self) -> str:
         """build.json's ``log_index``, encoded as :func:`~pytest_trt.common.logtext.encode_index` encodes it."""
         with self._lock:
-            self._convert()
+            self._finish()
             self._index_parts[:] = [",".join([part for part in self._index_parts if part])]
             return f"[{self._index_parts[0]}]"
 

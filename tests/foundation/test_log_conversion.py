@@ -7,12 +7,14 @@ thread converts nothing before the build returns."""
 from __future__ import annotations
 
 import enum
+import gc
 import json
 import re
 import threading
 import time
 import types
 import uuid
+import weakref
 
 import pytest
 
@@ -148,6 +150,25 @@ def test_the_converting_thread_ends_with_the_capture_and_leaves_the_rest(monkeyp
     assert captured.converting is not None and _wait_until(captured.converting.done, 2.0)
     _check_forms(captured, logged)
     assert sum(n for _, n, _ in calls) == 40
+
+
+def test_the_messages_as_logged_are_let_go_once_converted_after_the_capture():
+    class Message:  # a message that is not a str is converted with str(); the entry keeps only that text
+        def __str__(self) -> str:
+            return "an object's message"
+
+    logger = _logger()
+    logger.start(convert=True)
+    message = Message()
+    alive = weakref.ref(message)
+    logger.log(Severity.INFO, message)
+    logger.log(Severity.VERBOSE, "a text")
+    del message
+    captured = logger.detach()
+    assert captured.text() == "[INFO] an object's message\n[VERBOSE] a text\n"
+    gc.collect()
+    assert alive() is None, "the build's messages are kept beside their conversion"
+    assert captured.index_json().startswith('[["INFO",') and len(captured()) == 2
 
 
 def test_messages_converted_in_several_batches_give_the_same_forms_as_one():
