@@ -101,8 +101,8 @@ BACKEND_OPT = _opt("--trt-backend", "trt_backend", "choice", "auto",
 REBUILD_OPT = _opt("--trt-rebuild", None, "bool", False,
                       "ignore engine-cache hits and build again (needs --trt-engine-build)")
 CACHE_DIR_OPT = _opt("--trt-cache-dir", "trt_cache_dir", "path", ".trt_cache",
-                        "engine cache folder (default: .trt_cache under the rootdir)", metavar="DIR", repeat=True,
-                        ini_help="engine cache folder")
+                        "engine cache folder (default: .trt_cache under the rootdir; pytest collects no tests in it)",
+                        metavar="DIR", repeat=True, ini_help="engine cache folder")
 GOLDEN_DIR_OPT = _opt("--trt-golden-dir", "trt_golden_dir", "path", "golden",
                          "folder of golden HDF5 files, one per model (default: ini trt_golden_dir or 'golden')",
                          metavar="DIR", repeat=True, ini_help="folder of golden HDF5 files")
@@ -137,8 +137,8 @@ PROVENANCE_FAIL_ON_OPT = _opt(None, "trt_golden_provenance_fail_on", "args", (),
                                  "provenance fields that fail a golden check even under 'compare': backend, "
                                  "backend_version, device, config_hash, onnx_sha256")
 BUNDLE_DIR_OPT = _opt("--trt-bundle-dir", "trt_bundle_dir", "path", "trt-bundles",
-                         "folder for audit bundles (default: trt-bundles under the rootdir)", metavar="DIR",
-                         repeat=True, ini_help="audit bundle folder")
+                         "folder for audit bundles (default: trt-bundles under the rootdir; pytest collects no tests "
+                         "in it)", metavar="DIR", repeat=True, ini_help="audit bundle folder")
 SIGN_KEY_OPT = _opt("--trt-sign-key", "trt_sign_key", "path", None,
                        "Ed25519 or ECDSA P-256 private key (PEM or OpenSSH) that signs every bundle's manifest "
                        "and its attestations", metavar="KEY")

@@ -9,6 +9,7 @@ without trt tests never makes the engine provider (benchmarks/bench_startup.py).
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -20,6 +21,10 @@ if TYPE_CHECKING:
     from pytest_trt.engines.engine import Engine
     from pytest_trt.golden.workflow import GoldenCheck
     from pytest_trt.pytest_plugin.session import TrtSession
+
+
+#: config.stash: the folders :func:`pytest_ignore_collect` skips, as pytest names the paths it collects
+EVIDENCE_FOLDERS = pytest.StashKey[frozenset[Path]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -47,10 +52,19 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_trt.pytest_plugin.session import TrtSession
 
     TrtSession.register(config)
+    folders = (opt.path(config, option) for option in (opt.CACHE_DIR_OPT, opt.BUNDLE_DIR_OPT))
+    config.stash[EVIDENCE_FOLDERS] = frozenset(folder for folder in folders if folder is not None)
     if opt.flag_value(config, opt.REBUILD_OPT):  # a rebuild is compared with the entry it replaces
         from pytest_trt.pytest_plugin.determinism import register
 
         register(config)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """pytest does not walk the engine cache or the bundle folder for tests: they grow with every build for as long
+    as the evidence is kept (100,000 bundles are 400,000 files, each listed and matched at every collection, in each
+    xdist worker).  pytest still collects a path given on its command line, and never asks about the rootdir."""
+    return True if collection_path in config.stash.get(EVIDENCE_FOLDERS, frozenset()) else None
 
 
 def _warn_if_rootdir_moved(config: pytest.Config) -> None:

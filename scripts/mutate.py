@@ -51,6 +51,7 @@ _DETAILED_BRACKETS = ("tests/buildlog/test_buildlog_parser.py::"
                       "test_detailed_line_brackets_nest_and_a_line_without_layer_type_is_unparsed")
 _ASSERTIONS = ("tests/buildlog/test_buildlog_assertions.py", "tests/buildlog/test_assertion_edges.py")
 _LOG_CONVERSION = ("tests/foundation/test_log_conversion.py",)
+_COLLECT_SCOPE = ("tests/hardening/test_collect_scope.py",)
 _CACHE = ("tests/foundation/test_cache.py", "tests/foundation/test_cache_integrity.py")
 _CALIB_DATA = "pytest_trt/common/calibration_data.py"
 _CALIB_DATA_T = ("tests/calibration/test_calibration_data_validation.py",)
@@ -705,6 +706,10 @@ MUTANTS = (
     Mutant("captured-log-converted-each-time", "pytest_trt/backends/trt_logger.py",
            "        self._done = stop\n", "", _LOG_CONVERSION,
            "each batch converts a build's messages again from the first: build.log repeats them"),
+    Mutant("evidence-folders-collected", "pytest_trt/plugin.py",
+           "    return True if collection_path in config.stash.get(EVIDENCE_FOLDERS, frozenset()) else None",
+           "    return None", _COLLECT_SCOPE,
+           "every session lists and matches every bundle file for tests: 1 s per 10,000 bundles, in each worker"),
     Mutant("log-messages-kept-after-conversion", "pytest_trt/backends/trt_logger.py",
            "            self._raw, self._done = [], 0\n", "            pass\n", _LOG_CONVERSION,
            "every built engine keeps its thousands of messages twice: as logged and converted"),
