@@ -139,7 +139,7 @@ def fresh_process_hit(backend_name: str, cache: Path, name: str, onnx: Path, sha
 class Phases:
     """Seconds spent in the plugin's steps outside ``build_serialized_network``, per build (``--phases``)."""
 
-    STEPS = (("pytest_trt.backends.trt_logger", "Captured", "text", "build.log's text (what the build left unconverted)"),
+    STEPS = (("pytest_trt.backends.trt_logger", "Captured", "text", "build.log's text (what the build left)"),
              ("pytest_trt.engines.cache", "EngineCache", "write_entry", "cache writer thread, whole"),
              ("pytest_trt.artifact", "BuildResult", "write", "  entry files written"),
              ("pytest_trt.artifact", "BuildResult", "_write_evidence", "    log and JSON files (beside the engine's)"),

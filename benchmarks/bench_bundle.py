@@ -1,6 +1,7 @@
 """Audit bundle cost against its cache-miss build, both through the product path (run by hand).
 
     PYTHONPATH=. python benchmarks/bench_bundle.py [--rounds 7] [--model mnv2_224|resnet50|example]
+                                                   [--folder-bundles N]
 
 Builds the torchvision-size MobileNetV2 of ``benchmarks/models.py`` (224x224,
 batch 1/4/8, a 14.7 MB engine; ``--model resnet50``: its ResNet-50, a ~100 MB engine;
@@ -17,6 +18,10 @@ batch 1/4/8, a 14.7 MB engine; ``--model resnet50``: its ResNet-50, a ~100 MB en
 * environment: capturing environment.json (once per session, not per bundle);
 * floor: what any bundle holding the engine costs at least, the engine's bytes hashed (sha256, as the
   bundle's own hash needs) and written once more through ``fileio.write_bytes_atomic`` (fsync, rename).
+
+``--folder-bundles N``: every round writes into one folder that already holds N other bundles' files (4 each, as
+sessions leave them: bundle, sidecar, two attestations; empty), as a folder of years of evidence does; this round's
+bundle files are removed after it (untimed), so that each round writes its bundle anew.
 
 Prints medians, the bundle size, bundle / floor (target <= 1.1), bundle / cache miss, and the
 1-minute load average before and after.  ``--phases`` also prints where the fresh bundles' time went (probes
@@ -44,6 +49,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--model", choices=("mnv2_224", "resnet50", "example"), default="mnv2_224")
     ap.add_argument("--phases", action="store_true", help="also print the fresh bundles' time per step")
+    ap.add_argument("--folder-bundles", type=int, default=0, metavar="N",
+                    help="write into one folder holding N other bundles' files (see above)")
     args = ap.parse_args()
     phases = _Phases() if args.phases else None
 
@@ -74,7 +81,10 @@ def main() -> None:
             t = time.perf_counter()
             engine.record  # noqa: B018 - parsed once, kept by the engine
             times["record"].append(time.perf_counter() - t)
-            settings = AuditSettings(bundle_dir=work / f"bundles{i}", rootdir=Path.cwd())
+            folder = work / ("bundles" if args.folder_bundles else f"bundles{i}")
+            if i == 0 and args.folder_bundles:
+                _fill(folder, args.folder_bundles)
+            settings = AuditSettings(bundle_dir=folder, rootdir=Path.cwd())
             if phases is not None:
                 phases.start()
             t = time.perf_counter()
@@ -95,11 +105,15 @@ def main() -> None:
                 again = BundleRecorder(settings, backend=backend.name, _environment=env).bundle(cached)
                 times[key].append(time.perf_counter() - t)
                 assert again.sha256 == info.sha256, "a cache hit must keep the identical bundle"
+            if args.folder_bundles:  # the next round writes its bundle anew, beside the same N others
+                for mine in folder.glob(f"*{info.path.name}*"):
+                    mine.unlink()
         load.append(os.getloadavg()[0])
         med = {k: statistics.median(v) for k, v in times.items()}
         miss, bun = med["miss"], med["bundle"]
         print(f"{args.model}: engine {len(engine.result.engine):,} bytes, log {len(engine.result.log)} messages, "
-              f"{args.rounds} rounds (medians); 1-min load {load[0]:.1f} -> {load[1]:.1f}")
+              f"{args.rounds} rounds (medians); 1-min load {load[0]:.1f} -> {load[1]:.1f}; the bundle folder "
+              f"holds {args.folder_bundles:,} other bundles")
         print(f"cache miss (build + cache write) {miss * 1000:8.1f} ms")
         print(f"record parse                     {med['record'] * 1000:8.1f} ms")
         print(f"bundle write (recorder)          {bun * 1000:8.1f} ms   size {size:,} bytes")
@@ -117,6 +131,17 @@ def main() -> None:
             phases.report(times["bundle"])
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _fill(folder: Path, count: int) -> None:
+    """``count`` other bundles' files in ``folder`` (empty: listing them costs what the names cost)."""
+    import os
+
+    folder.mkdir(parents=True)
+    for i in range(count):
+        name = f"other{i}-v1.0.0-rtx1.7-cpu-aot.tar.gz"
+        for file in (name, f"{name}.intoto.jsonl", f"{name}.cdx.json", f".{name}.state.json"):
+            os.close(os.open(folder / file, os.O_CREAT | os.O_WRONLY, 0o644))
 
 
 class _Phases:

@@ -59,6 +59,8 @@ GOLDEN = "golden.json"
 #: bundles are evidence: written read-only, in a folder only the owner (and group) can read
 BUNDLE_FILE_MODE = 0o444
 BUNDLE_DIR_MODE = 0o750
+#: the bundle folder's subfolder where a bundle is written before it is renamed into place
+STAGING_FOLDER = ".writing"
 #: members every bundle has (plus one of ENGINE / ENGINE_HASH)
 REQUIRED = (BUILD, CONFIG, ENVIRONMENT, LOG, MANIFEST)
 KNOWN = frozenset(REQUIRED + (ENGINE, ENGINE_HASH, CALIBRATION_CACHE, CALIBRATION, GOLDEN, SIGNATURE))
@@ -308,10 +310,11 @@ def write_bundle(
         fh.flush()
         gathered.write_buffers(fh.fileno(), out.chunks)
 
-    remove_dead_temporaries(path)  # what writers of this bundle killed before their rename left
+    staging = path.parent / STAGING_FOLDER  # listed for a killed writer's file: the bundle folder is years of files
+    remove_dead_temporaries(path, staging=staging)  # what writers of this bundle killed before their rename left
     # replacing a 0444 bundle is allowed: os.replace needs write permission on the folder, not the file
     try:
-        write_atomic(path, writer, mode=BUNDLE_FILE_MODE)
+        write_atomic(path, writer, mode=BUNDLE_FILE_MODE, staging=staging)
     finally:
         file_sha256 = hashed[0][1].result() if hashed else ""  # joins the hashing thread whatever happened
     info = _info(path, file_sha256, hashed[0][0], result)

@@ -28,18 +28,21 @@ LOCK_TIMEOUT_S = 3600.0
 
 
 def write_atomic(path: Path, writer: Callable[[io.BufferedWriter], None], *, mode: int = 0o644,
-                 fsync: bool = True) -> None:
+                 fsync: bool = True, staging: Path | None = None) -> None:
     """Write ``path`` through a temporary file in the same folder (fsynced), then ``os.replace``.
 
     Also safe when several pytest-xdist workers write the same path: the last
     complete file wins and nobody sees a torn one.  With ``fsync`` the folder is
     fsynced after the rename too, so the new name survives a power cut (~0.3 ms).
     ``fsync=False`` for files that only cache facts and are checked when read (a
-    power cut may leave them torn or undo the rename).
+    power cut may leave them torn or undo the rename).  ``staging``: a folder of the
+    same file system for the temporary file instead of ``path``'s (made if missing).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
+    if staging is not None:
+        staging.mkdir(exist_ok=True, mode=path.parent.stat().st_mode & 0o7777)
     # the writer's pid in the name: remove_dead_temporaries finds what a killed writer left
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=staging or path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             writer(fh)
@@ -58,15 +61,17 @@ def write_atomic(path: Path, writer: Callable[[io.BufferedWriter], None], *, mod
         fsync_path(path.parent)  # the rename itself reaches the disk
 
 
-def remove_dead_temporaries(path: Path) -> list[Path]:
+def remove_dead_temporaries(path: Path, *, staging: Path | None = None) -> list[Path]:
     """Delete ``.<name>.<pid>.<rand>.tmp`` files of :func:`write_atomic` whose writer process is gone; return them.
 
     A writer killed before its rename leaves its temporary file behind; the pid in the name tells whether it is
-    still writing (run it on the host of the writers, best under ``path``'s lock).
+    still writing (run it on the host of the writers, best under ``path``'s lock).  ``staging``: where
+    :func:`write_atomic` made them (default: ``path``'s folder, all of which is listed).
     """
     removed = []
     head = f".{path.name}."
-    for tmp in path.parent.glob(f"{glob.escape(head)}*.tmp"):
+    folder = staging or path.parent
+    for tmp in folder.glob(f"{glob.escape(head)}*.tmp") if folder.is_dir() else ():
         pid = tmp.name[len(head):-len(".tmp")].split(".")[0]
         if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
             tmp.unlink(missing_ok=True)

@@ -57,7 +57,31 @@ def test_archive_headers_are_fixed(tmp_path, mnv2, record_of, environment):
     assert [m.name for m in members] == sorted(m.name for m in members)
     for m in members:
         assert (m.mtime, m.uid, m.gid, m.uname, m.gname, m.mode, m.isreg()) == (0, 0, 0, "", "", 0o644, True)
-    assert not list(tmp_path.glob(".*.tmp")), "the temporary file was left behind"
+    assert not list(tmp_path.rglob(".*.tmp")), "the temporary file was left behind"
+
+
+def test_a_bundle_write_never_lists_the_bundle_folder(tmp_path, monkeypatch, small_build, record_of):
+    """What a killed writer left is looked for in the staging folder only: the bundle folder holds 4 files per bundle
+    for years, and listing it cost every write 0.27 s at 100,000 bundles."""
+    import os
+
+    folder = tmp_path / "bundles"
+    folder.mkdir()
+    for i in range(50):  # other bundles' files
+        (folder / f"m{i}-v1.0-rtx1.7-cpu-aot.tar.gz").write_bytes(b"")
+    write_bundle(small_build, folder, record=None, environment={"schema": 1})  # the staging folder exists now
+    listed: list[Path] = []
+    real = {name: getattr(os, name) for name in ("scandir", "listdir")}
+    for name, fn in real.items():
+        monkeypatch.setattr(os, name, lambda path=".", _fn=fn: listed.append(Path(path)) or _fn(path))
+    for name in ("glob", "iterdir"):
+        method = getattr(Path, name)
+        monkeypatch.setattr(Path, name, lambda self, *a, _m=method: listed.append(self) or _m(self, *a))
+    info = write_bundle(small_build, folder, record=record_of(small_build), environment={"schema": 1})
+    monkeypatch.undo()
+    assert info.path.parent == folder and info.path.stat().st_size == info.size
+    assert folder not in listed and folder / ".writing" in listed, listed
+    assert list((folder / ".writing").iterdir()) == [], "the temporary file was left behind"
 
 
 def test_members_hold_the_evidence(tmp_path, mnv2, record_of, environment):
@@ -106,8 +130,9 @@ def test_rewrite_replaces_atomically(tmp_path, mnv2, record_of, environment):
     assert first.path == second.path and first.sha256 != second.sha256
     from pytest_trt.audit.sidecar import sidecar_path
 
-    assert sorted(p.name for p in Path(tmp_path).iterdir()) == sorted([first.path.name,
-                                                                       sidecar_path(first.path).name])
+    assert sorted(p.name for p in Path(tmp_path).iterdir()) == sorted([first.path.name, sidecar_path(first.path).name,
+                                                                       ".writing"])
+    assert list((tmp_path / ".writing").iterdir()) == []
 
 
 def test_reported_sha256_and_size_are_the_file_on_disk(tmp_path, mnv2, record_of, environment):

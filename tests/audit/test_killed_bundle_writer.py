@@ -1,4 +1,4 @@
-"""A bundle writer killed before its rename leaves ``.<bundle>.<pid>.<rand>.tmp``; the next write removes it."""
+"""A bundle writer killed before its rename leaves ``.writing/.<bundle>.<pid>.<rand>.tmp``; the next write removes it."""
 
 from __future__ import annotations
 
@@ -54,9 +54,9 @@ def test_a_killed_writers_temporary_bundle_is_removed_by_the_next_write(pytester
                             capture_output=True, text=True, timeout=300)
     assert killed.returncode == -9, killed.stdout + killed.stderr
     folder = pytester.path / "trt-bundles"
-    [left] = folder.glob(".cbr-v1.0-*.tar.gz.*.tmp")
+    [left] = (folder / ".writing").glob(".cbr-v1.0-*.tar.gz.*.tmp")  # written in the staging folder
     pid = left.name.split(".tar.gz.")[1].split(".")[0]
-    assert pid.isdigit() and not list(folder.glob("*.tar.gz"))
+    assert pid.isdigit() and not list(folder.glob("*.tar.gz")) and not list(folder.glob(".*.tmp"))
 
     # a live writer's temporary file is kept: this process is alive
     alive = left.with_name(left.name.replace(f".tar.gz.{pid}.", f".tar.gz.{os.getpid()}."))
@@ -67,7 +67,7 @@ def test_a_killed_writers_temporary_bundle_is_removed_by_the_next_write(pytester
         time.sleep(0.1)
     result = pytester.runpytest_subprocess(*args)
     result.assert_outcomes(passed=1)
-    assert [p.name for p in folder.glob(".*.tmp")] == [alive.name]
+    assert [p.name for p in (folder / ".writing").glob(".*.tmp")] == [alive.name]
     [bundle] = folder.glob("cbr-v1.0-*.tar.gz")
     assert bundle.stat().st_size > 0
     alive.unlink()
