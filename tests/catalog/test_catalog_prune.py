@@ -168,8 +168,12 @@ def test_modes_and_rewrite_over_a_read_only_bundle(tmp_path, rtx_result, write):
     assert stat.S_IMODE(path.stat().st_mode) == 0o444
     from pytest_trt.audit.sidecar import sidecar_path
 
-    # no temporary file left behind (the hidden sidecar is written only by the recorder's path)
-    assert sorted(p.name for p in folder.iterdir()) in ([path.name], sorted([path.name, sidecar_path(path).name]))
+    # no temporary file left behind (the hidden sidecar is written only by the recorder's path); the staging folder
+    # where bundles are written is as private as the bundle folder
+    names = sorted(p.name for p in folder.iterdir())
+    assert names in (sorted([path.name, ".writing"]), sorted([path.name, sidecar_path(path).name, ".writing"]))
+    assert list((folder / ".writing").iterdir()) == []
+    assert stat.S_IMODE((folder / ".writing").stat().st_mode) == 0o750 & ~_umask()
 
 
 def _umask() -> int:
