@@ -45,6 +45,9 @@ CONVERT_BATCH = 256
 #: ... each when no message came since the last look, every this many seconds: a TensorRT build logs most of its
 #: messages in bursts (the parse; the first tenth of the build), then works for long stretches without logging
 CONVERT_POLL_S = 0.0005
+#: with every message converted and none coming, the looks slow down to one per this many seconds (a build of
+#: minutes would otherwise wake the thread, and take the GIL, 2,000 times a second for nothing)
+CONVERT_IDLE_S = 0.02
 
 
 class Captured:
@@ -87,7 +90,7 @@ class Captured:
 
     def convert_while_capturing(self) -> None:
         """Convert the messages a batch at a time while the capture lasts, whenever none came since the last look."""
-        seen = -1
+        seen, pause = -1, CONVERT_POLL_S
         while self._capturing.is_set():
             count = len(self._raw)
             if count == seen and count > self._done:
@@ -95,8 +98,10 @@ class Captured:
                     if not self._capturing.is_set():
                         return
                     self._convert(CONVERT_BATCH)
+            # idle (all converted, none new): look less and less often; a new message brings the quick looks back
+            pause = min(pause * 2, CONVERT_IDLE_S) if count == seen == self._done else CONVERT_POLL_S
             seen = count
-            time.sleep(CONVERT_POLL_S)
+            time.sleep(pause)
 
     def _finish(self) -> None:
         """Convert what is left; once the capture ended, let go of the messages as the logger took them."""

@@ -152,6 +152,39 @@ def test_the_converting_thread_ends_with_the_capture_and_leaves_the_rest(monkeyp
     assert sum(n for _, n, _ in calls) == 40
 
 
+def test_the_converting_thread_looks_less_often_while_idle(monkeypatch):
+    pauses: list[float] = []
+    real_sleep = time.sleep
+
+    class Clock:  # trt_logger's time module, its sleeps recorded
+        perf_counter = staticmethod(time.perf_counter)
+
+        @staticmethod
+        def sleep(seconds: float) -> None:
+            pauses.append(seconds)
+            real_sleep(seconds)
+
+    monkeypatch.setattr(trt_logger, "time", Clock)
+    calls = _count_conversions(monkeypatch)
+    logger = _logger()
+    logger.start(convert=True)
+    for severity, text in _messages(10):
+        logger.log(severity, text)
+    assert _wait_until(lambda: trt_logger.CONVERT_IDLE_S in pauses), "the looks never slowed down"
+    idle = list(pauses)
+    logger.log(Severity.INFO, "one more")
+    assert _wait_until(lambda: sum(n for _, n, _ in calls) == 11), "a message after the idle stretch was not converted"
+    after = pauses[len(idle):]
+    captured = logger.detach()
+    # from the quick look, doubling up to the idle pause once all was converted; quick looks again for a new message
+    before = idle[: idle.index(trt_logger.CONVERT_IDLE_S) + 1]
+    ramp = before[len(before) - 1 - before[::-1].index(trt_logger.CONVERT_POLL_S * 2) :]  # the last ramp's start
+    steps = zip(ramp, ramp[1:], strict=False)
+    assert all(b == min(2 * a, trt_logger.CONVERT_IDLE_S) for a, b in steps) and len(ramp) >= 5, ramp
+    assert trt_logger.CONVERT_POLL_S in after
+    assert len(captured()) == 11
+
+
 def test_the_messages_as_logged_are_let_go_once_converted_after_the_capture():
     class Message:  # a message that is not a str is converted with str(); the entry keeps only that text
         def __str__(self) -> str:
