@@ -175,9 +175,10 @@ def _make_logger_class(trt: ModuleType) -> type:
             self._sink = []
             self._start = time.perf_counter()
             captured = self._captured = Captured(self._sink, self._start)
-            if convert:
+            if convert:  # without a thread (a process at its limit) the messages are converted when first used
                 captured.converting = Future()
-                on_thread("log-convert", (captured.converting, captured.convert_while_capturing))
+                if not on_thread("log-convert", (captured.converting, captured.convert_while_capturing), inline=False):
+                    captured.converting = None
 
         def stop(self) -> list[LogEntry]:
             """End capture; return the messages as LogEntry items."""

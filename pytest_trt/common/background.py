@@ -51,7 +51,8 @@ class Future(Generic[T]):
         return self._out[0]
 
 
-def on_thread(name: str, *steps: tuple[Future[Any], Callable[[], Any]], wait_start: float = 0.0) -> None:
+def on_thread(name: str, *steps: tuple[Future[Any], Callable[[], Any]], wait_start: float = 0.0,
+              inline: bool = True) -> bool:
     """Make each step's value, in order, on one new thread (for hashlib and zlib calls, which release the GIL).
 
     Started with :func:`_thread.start_new_thread`, which returns at once: ``threading.Thread.start``
@@ -59,6 +60,8 @@ def on_thread(name: str, *steps: tuple[Future[Any], Callable[[], Any]], wait_sta
     cost the bundle's critical path up to 4 ms per thread.  ``wait_start``: seconds to wait at most for
     the thread to begin (the caller then lets it take the GIL, so its first GIL-free call starts now
     rather than whenever the caller next releases the GIL).  ``name`` names the work (tests count it).
+    When no thread can be started, the steps are made here, or with ``inline=False`` (work that runs until the
+    caller stops it) not at all.  True when a thread makes them.
     """
     import _thread
 
@@ -72,7 +75,9 @@ def on_thread(name: str, *steps: tuple[Future[Any], Callable[[], Any]], wait_sta
     try:
         _thread.start_new_thread(run, ())
     except RuntimeError:  # "can't start new thread" (a process at its thread limit): the work is done here
-        run()
-        return
+        if inline:
+            run()
+        return False
     if wait_start > 0:
         started.wait(wait_start)
+    return True

@@ -152,6 +152,36 @@ def test_the_converting_thread_ends_with_the_capture_and_leaves_the_rest(monkeyp
     assert sum(n for _, n, _ in calls) == 40
 
 
+def test_a_capture_whose_thread_cannot_start_converts_on_first_use(monkeypatch):
+    """At the process's thread limit the capture goes on without its converting thread (run in the build's own
+    thread, that loop would never end: the build would never start)."""
+    import _thread
+
+    def refused(fn, args):
+        raise RuntimeError("can't start new thread")
+
+    calls = _count_conversions(monkeypatch)
+    logger = _logger()
+    started = threading.Event()
+
+    def start() -> None:
+        with monkeypatch.context() as limited:
+            limited.setattr(_thread, "start_new_thread", refused)
+            logger.start(convert=True)
+        started.set()
+
+    helper = threading.Thread(target=start, daemon=True)
+    helper.start()
+    assert started.wait(5.0), "the capture's start never returned"
+    logged = _messages(30)
+    for severity, text in logged:
+        logger.log(severity, text)
+    captured = logger.detach()
+    assert captured.converting is None
+    _check_forms(captured, logged)
+    assert [n for _, n, _ in calls] == [30]
+
+
 def test_the_converting_thread_looks_less_often_while_idle(monkeypatch):
     pauses: list[float] = []
     real_sleep = time.sleep
