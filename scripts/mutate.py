@@ -176,7 +176,7 @@ MUTANTS = (
            "a wrong-typed build record reaches show/diff (traceback)"),
     # -- audit/bundle.py, fileio.py, recorder.py: writing bundles ---------------------------------------------------
     Mutant("bundle-in-place", "pytest_trt/audit/bundle.py",
-           "        write_atomic(path, writer, mode=BUNDLE_FILE_MODE)\n",
+           "        write_atomic(path, writer, mode=BUNDLE_FILE_MODE, staging=staging)\n",
            "        path.parent.mkdir(parents=True, exist_ok=True)\n        with open(path, 'wb') as fh:\n"
            "            writer(fh)\n",
            ("tests/audit/test_tamper.py", "tests/audit/test_bundle.py"),
@@ -453,7 +453,8 @@ MUTANTS = (
            "            if not model.graph.node:", "            if False:", _SMALL,
            "log parse --onnx empty.onnx (or a 0-byte file) is accepted and names no node"),
     Mutant("bundle-dead-temporaries-kept", "pytest_trt/audit/bundle.py",
-           "    remove_dead_temporaries(path)  # what writers of this bundle killed before their rename left\n", "",
+           "    remove_dead_temporaries(path, staging=staging)  # what writers of this bundle killed before "
+           "their rename left\n", "",
            ("tests/audit/test_killed_bundle_writer.py",),
            "a killed bundle writer's .NAME.tar.gz.XXXX.tmp stays forever"),
     Mutant("bundle-live-temporary-removed", "pytest_trt/common/fileio.py",
