@@ -51,8 +51,8 @@ def pytest_configure(config: pytest.Config) -> None:
     _warn_if_rootdir_moved(config)
     from pytest_trt.pytest_plugin.session import TrtSession
 
-    TrtSession.register(config)
-    folders = (opt.path(config, option) for option in (opt.CACHE_DIR_OPT, opt.BUNDLE_DIR_OPT))
+    session = TrtSession.register(config)
+    folders = (session.options.cache_dir, opt.path(config, opt.BUNDLE_DIR_OPT))
     config.stash[EVIDENCE_FOLDERS] = frozenset(folder for folder in folders if folder is not None)
     if opt.flag_value(config, opt.REBUILD_OPT):  # a rebuild is compared with the entry it replaces
         from pytest_trt.pytest_plugin.determinism import register

@@ -63,12 +63,10 @@ def encode_build_json(build: dict[str, Any], *, log_index_json: str | None = Non
     encoded (:func:`encode_index`), put in place of ``build``'s own: the same bytes as encoding the rows here."""
     if log_index_json is None:
         return (json.dumps(build, sort_keys=True, separators=(",", ":")) + "\n").encode()
-    stand_in = f'"{os.urandom(16).hex()}"'
-    text = json.dumps({**build, "log_index": stand_in[1:-1]}, sort_keys=True, separators=(",", ":"))
-    head, found, tail = text.partition(f"{_LOG_INDEX_KEY[:-1]}{stand_in}")
-    if not found:  # never seen (the key is at the top level, the stand-in random); encoded from its rows then
-        return encode_build_json({**build, "log_index": json.loads(log_index_json)})
-    return f"{head}{_LOG_INDEX_KEY[:-1]}{log_index_json}{tail}\n".encode()
+    key, stand_in = _LOG_INDEX_KEY[:-1], os.urandom(16).hex()
+    text = json.dumps({**build, "log_index": stand_in}, sort_keys=True, separators=(",", ":"))
+    head, tail = text.split(f'{key}"{stand_in}"')  # once: a top-level key, a random value (a string's quotes escaped)
+    return f"{head}{key}{log_index_json}{tail}\n".encode()
 
 
 def iter_log_lines(entries: Iterable[LogEntry]) -> Iterator[str]:
