@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 #: the one ``workeroutput`` key of pytest-trt
@@ -21,7 +21,9 @@ class WorkerOutput:
     golden_notes: list[tuple[str, str]] = field(default_factory=list)  # (test id, provenance note)
 
     def send(self, workeroutput: dict[str, Any]) -> None:
-        workeroutput[KEY] = asdict(self)
+        """Into the worker's ``workeroutput`` as plain lists: pytest-xdist serializes them as they are (rows of
+        JSON-able values; ``dataclasses.asdict`` would deep-copy every value of every row first)."""
+        workeroutput[KEY] = {f.name: list(getattr(self, f.name)) for f in fields(self)}
 
     @classmethod
     def received(cls, workeroutput: dict[str, Any]) -> WorkerOutput:

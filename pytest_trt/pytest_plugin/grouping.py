@@ -39,15 +39,15 @@ def group_name(config: BuildConfig) -> str:
 
 def group_by_config(marked: Iterable[tuple[pytest.Item, pytest.Mark]]) -> None:
     """Add ``xdist_group(name=<config>)`` to each trt test without an xdist_group mark of its own."""
-    names: dict[int, str] = {}
+    marks: dict[int, pytest.MarkDecorator] = {}  # one mark per config object, shared by its tests
     for item, mark in marked:
         if item.get_closest_marker("xdist_group") is not None:
             continue
         config = mark.args[0]
-        name = names.get(id(config))
-        if name is None:
-            name = names[id(config)] = group_name(config)
-        item.add_marker(pytest.mark.xdist_group(name=name))
+        group = marks.get(id(config))
+        if group is None:
+            group = marks[id(config)] = pytest.mark.xdist_group(name=group_name(config))
+        item.add_marker(group)
 
 
 def item_group(item: pytest.Item) -> str | None:
