@@ -25,6 +25,16 @@ loadgroup`` pytest-trt schedules each config's tests to one worker. ``--compare 
 another checkout, in the same rounds (a before/after pair). Every run's pytest temporary folders are made in the
 benchmark's own folder (``PYTEST_DEBUG_TEMPROOT``): an xdist controller makes one for its workers and removes old ones
 at the end, which would otherwise be other processes' (any size: a random cost).
+
+``--pin CPU``: every pytest process runs on that one CPU (``taskset``), so an ``-n 2`` worker never runs beside the
+other one: what stays of ``-n 2`` minus serial is then the work ``-n 2`` adds and the switching between its processes,
+not two CPUs slowing each other. ``--work``: after the rounds, one run of each side, mode and shape counts the Python
+function calls of every process (a profile hook that counts; ``sys.setprofile``), split into collection and the rest,
+and prints the calls the plugin adds per config, serial and ``-n 2``: a count, free of the timing noise, of the work
+``-n 2`` adds (both workers collect every test module; the reports and each worker's closing document cross to the
+controller). Then how much longer the same pure-Python loop takes beside a second busy process than alone (CPU
+seconds, median of 5): the same calls cost more CPU in two workers at once than in one process on a machine where that
+number is above 1.
 """
 
 from __future__ import annotations
@@ -81,6 +91,46 @@ def test_m{i}(engine, k):
     assert engine
 '''
 
+#: ``taskset -c CPU`` before each pytest run under ``--pin CPU`` (set by main)
+PIN: list[str] = []
+
+CALLS_PLUGIN = '''
+"""Counts this pytest process's Python function calls (bench_session.py --work): in all, and during collection."""
+import atexit, json, os, sys, threading
+import pytest
+
+_calls = [0]
+_marks = {}
+
+
+def _count(frame, event, arg):
+    if event == "call":
+        _calls[0] += 1
+
+
+sys.setprofile(_count)
+threading.setprofile(_count)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session):
+    _marks["collect"] = _calls[0]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session):
+    _marks["collected"] = _calls[0]
+
+
+@atexit.register
+def _write():
+    with open(os.environ["BENCH_CALLS_OUT"], "a") as fh:
+        fh.write(json.dumps({"worker": os.environ.get("PYTEST_XDIST_WORKER"), "all": _calls[0], **_marks}) + "\\n")
+'''
+
+CORUN_LOOP = ("import sys, time\nend = time.time() + float(sys.argv[1])\n"
+              "while time.time() < end:\n    sum(i * i for i in range(10000))")
+
 
 def make_project(folder: Path, configs: int, model: str) -> None:
     sys.path.insert(0, str(ROOT))
@@ -108,12 +158,91 @@ def pytest_cpu(folder: Path, configs: int, tests: int, *args: str, env: dict[str
     """CPU seconds (user + system, the xdist workers included) of one pytest process over the first ``configs``."""
     files = [f"test_m{i}.py" for i in range(configs)]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", *files, *args], cwd=folder, capture_output=True,
+    proc = subprocess.run([*PIN, sys.executable, "-m", "pytest", "-q", *files, *args], cwd=folder, capture_output=True,
                           text=True, env={**env, "BENCH_TESTS": str(tests)})
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0 or f"{configs * tests} passed" not in proc.stdout:
         sys.exit(f"pytest in {folder} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
     return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+
+
+def pytest_calls(folder: Path, configs: int, tests: int, *args: str, env: dict[str, str]) -> dict[str, int]:
+    """Python function calls of one pytest run over the first ``configs``, every process: ``all``, ``collection``
+    (from ``pytest_collection`` to ``pytest_collection_finish``) and ``controller`` (the xdist controller's, or 0)."""
+    out = folder.parent / "calls.jsonl"
+    out.unlink(missing_ok=True)
+    files = [f"test_m{i}.py" for i in range(configs)]
+    env = {**env, "BENCH_TESTS": str(tests), "BENCH_CALLS_OUT": str(out),
+           "PYTHONPATH": f"{env['PYTHONPATH']}{os.pathsep}{folder.parent / 'plugins'}"}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "bench_calls", *files, *args], cwd=folder,
+                          capture_output=True, text=True, env=env)
+    if proc.returncode != 0 or f"{configs * tests} passed" not in proc.stdout:
+        sys.exit(f"pytest in {folder} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    xdist = any(row["worker"] for row in rows)
+    collecting = [row for row in rows if row["worker"] or not xdist]  # an xdist controller collects nothing
+    return {"all": sum(row["all"] for row in rows),
+            "collection": sum(row.get("collected", 0) - row.get("collect", 0) for row in collecting),
+            "controller": sum(row["all"] for row in rows if xdist and not row["worker"])}
+
+
+def count_work(folder: Path, sides: list[tuple[str, Path, tuple[str, ...], dict[str, str]]],
+               modes: dict[str, tuple[str, ...]], configs: list[int], tests: list[int]) -> dict[tuple[str, ...], float]:
+    """Per (side, mode, tests per config): the Python calls the side adds per config over the plugin-less side,
+    from the fewest to the most configs, in all and by part (see :func:`pytest_calls`)."""
+    (folder / "plugins").mkdir(exist_ok=True)
+    (folder / "plugins" / "bench_calls.py").write_text(CALLS_PLUGIN)
+    lo, hi = min(configs), max(configs)
+    counts = {(name, mode_name, c, t): pytest_calls(where, c, t, *extra, *mode, env=side_env)
+              for name, where, extra, side_env in sides for mode_name, mode in modes.items()
+              for c in (lo, hi) for t in tests}
+    def plus(name: str, mode_name: str, c: int, t: int, part: str) -> int:
+        return counts[(name, mode_name, c, t)][part] - counts[("without", mode_name, c, t)][part]
+
+    return {(name, mode_name, str(t), part): (plus(name, mode_name, hi, t, part) - plus(name, mode_name, lo, t, part))
+            / (hi - lo)
+            for name, *_ in sides[:-1] for mode_name in modes for t in tests
+            for part in ("all", "collection", "controller")}
+
+
+def corun_slowdown() -> float:
+    """CPU seconds of a pure-Python loop beside a second process running the same kind of loop, over alone (medians
+    of 5): 1 where the two CPUs do not slow each other."""
+    import time
+
+    def loop() -> float:
+        start = time.process_time()
+        total = 0
+        for i in range(2_000_000):
+            total += i * i
+        return time.process_time() - start
+
+    alone = statistics.median(loop() for _ in range(5))
+    busy = subprocess.Popen([sys.executable, "-c", CORUN_LOOP, "20"])
+    try:
+        time.sleep(0.5)  # the second process is running
+        beside = statistics.median(loop() for _ in range(5))
+    finally:
+        busy.kill()
+        busy.wait()
+    return beside / alone
+
+
+def print_work(added: dict[tuple[str, ...], float], names: list[str], modes: list[str], tests: list[int],
+               slowdown: float) -> None:
+    print("work: Python function calls the plugin adds per config (one counted run of each; a count, not a time)")
+    for name in names:
+        for t in tests:
+            serial = added[(name, "serial", str(t), "all")]
+            for mode_name in modes:
+                a = added[(name, mode_name, str(t), "all")]
+                line = (f"  {name:8} {mode_name:15} {t:3} test(s) per config: {a:7.0f} (collection "
+                        f"{added[(name, mode_name, str(t), 'collection')]:.0f}")
+                if mode_name != "serial":
+                    line += (f", the controller {added[(name, mode_name, str(t), 'controller')]:.0f}; "
+                             f"minus serial {a - serial:+.0f}")
+                print(line + ")")
+    print(f"the same pure-Python loop beside a second busy process: x{slowdown:.2f} its CPU alone")
 
 
 def fit(points: list[tuple[int, int, float]]) -> tuple[float, float, float]:
@@ -137,8 +266,14 @@ def main() -> None:
     ap.add_argument("--backend", default="tensorrt-rtx")
     ap.add_argument("--compare", type=Path, metavar="CHECKOUT",
                     help="also the plugin imported from another checkout (PYTHONPATH=CHECKOUT), same rounds")
+    ap.add_argument("--pin", metavar="CPU", help="run every pytest process (workers included) on this one CPU "
+                    "(taskset -c CPU): no second process runs beside it, and the CPU times are less noisy")
+    ap.add_argument("--work", action="store_true",
+                    help="also count the Python calls the plugin adds per config (see the module docstring)")
     args = ap.parse_args()
     configs = [int(c) for c in args.configs.split(",")]
+    if args.pin is not None:
+        PIN[:] = ["taskset", "-c", args.pin]
     tests = [int(t) for t in args.tests.split(",")]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # as an installed plugin runs
     env["PYTHONPATH"] = str(ROOT)
@@ -177,6 +312,11 @@ def main() -> None:
                 k = r % len(sides)
                 for name, where, extra, side_env in sides[k:] + sides[:k]:  # each side first in turn
                     cpu.setdefault((name, mode_name, c, t), []).append(pytest_cpu(where, c, t, *extra, env=side_env))
+        if args.work:
+            sides = [(name, folder / "with", (backend,), e) for name, e in plugins.items()]
+            work = count_work(folder, [*sides, ("without", folder / "without", ("-p", "no:trt"), env)], modes,
+                              configs, tests)
+            slowdown = corun_slowdown()
     load.append(os.getloadavg()[0])
     print(f"{args.model}, {args.rounds} rounds (shuffled runs, sides alternating), medians of CPU (user + system); "
           f"1-min load {load[0]:.1f} -> {load[1]:.1f}")
@@ -218,6 +358,8 @@ def main() -> None:
                 print(f"{name:8} {mode_name} minus serial, a config with {t} test(s), round by round: median "
                       f"{statistics.median(per):+.2f} ms, {min(per):+.2f} .. {max(per):+.2f}: "
                       f"{difference_verdict(per)}")
+    if args.work:
+        print_work(work, list(plugins), list(modes), tests, slowdown)
 
 
 #: what the plugin added to one run: ``added(configs, tests)``, in CPU seconds
