@@ -163,6 +163,11 @@ def verify_attestations(bundle: Path, *, public_key: Path | None = None) -> Atte
     from pytest_trt.errors import BundleIntegrityError
 
     bundle = Path(bundle)
+    if bundle.is_dir():
+        raise AttestationMissing(f"{bundle} is a folder, not a bundle: name its bundles, e.g. "
+                                 f"pytest-trt attest verify {bundle / '*.tar.gz'}")
+    if not bundle.is_file():
+        raise AttestationMissing(f"{bundle}: no such bundle")
     path = a.attestation_path(bundle)
     if not path.is_file():
         raise AttestationMissing(f"{path}: no attestations beside the bundle (written by a session with the "

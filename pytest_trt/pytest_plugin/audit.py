@@ -179,8 +179,10 @@ def bundle_summary(rows: list[dict[str, Any]], failures: list[str]) -> list[str]
     attested = [row["attested"] for row in by_path.values() if row.get("attested")]
     if attested:
         written = sum(1 for a in attested if a["written"])
+        folders = {str(Path(path).parent) for path in by_path}
+        files = f"{folders.pop()}/*.tar.gz" if len(folders) == 1 else "BUNDLE..."
         how = ("signed with the --trt-sign-key key" if all(a["signed"] for a in attested)
-               else f"UNSIGNED (no {opt.SIGN_KEY}): check them with 'pytest-trt attest verify', without a key")
+               else f"UNSIGNED (no {opt.SIGN_KEY}): check them with 'pytest-trt attest verify {files}', without a key")
         lines.append(f"attestations: {len(attested)} bundle(s) attested in <bundle>.intoto.jsonl and .cdx.json "
                      f"({written} written now), {how}")
     return lines + [f"WARNING {line}" for line in failures]

@@ -317,7 +317,14 @@ def test_attest_verify_cli_exit_codes_and_messages(tmp_path, small_build, keys):
     assert bad.returncode == 1
     assert "FAIL  provenance: config: the pinned config differs" in bad.stdout
     missing = _cli(str(tmp_path / "nothing.tar.gz"))
-    assert missing.returncode == 3 and "no attestations beside the bundle" in missing.stderr
+    assert missing.returncode == 3 and f"{tmp_path / 'nothing.tar.gz'}: no such bundle" in missing.stderr
+    attestations_gone = tmp_path / "copy.tar.gz"
+    attestations_gone.write_bytes(bundle.read_bytes())
+    alone = _cli(str(attestations_gone))
+    assert alone.returncode == 3 and "no attestations beside the bundle" in alone.stderr
+    folder = _cli(str(tmp_path), "--json")  # the bundle folder, as the session's summary names it
+    assert folder.returncode == 3 and f"{tmp_path} is a folder, not a bundle: name its bundles" in folder.stderr
+    assert json.loads(folder.stdout)["results"][0]["ok"] is False
 
 
 def test_attestations_of_a_replaced_bundle_are_not_written(tmp_path, small_build):

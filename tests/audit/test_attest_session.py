@@ -5,9 +5,11 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -65,6 +67,12 @@ def test_summary_says_unsigned_and_hit_writes_nothing(suite):
     attestations = bundle.with_name(bundle.name + ".intoto.jsonl")
     result.stdout.fnmatch_lines(["attestations: 1 bundle(s) attested in <bundle>.intoto.jsonl and .cdx.json "
                                  f"(1 written now), UNSIGNED (no {SIGN_KEY})*"])
+    # the command the summary prints, run as printed (the shell expands its glob) in the session's folder
+    [command] = re.findall(r"check them with '([^']+)', without a key", result.stdout.str())
+    assert command == f"pytest-trt attest verify {suite.path / 'trt-bundles'}/*.tar.gz"
+    printed = subprocess.run(["bash", "-c", command], cwd=suite.path, capture_output=True, text=True, check=False,
+                             env={**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"})
+    assert printed.returncode == 0 and printed.stdout.startswith(f"{bundle}: OK ("), printed.stdout + printed.stderr
     assert json.loads((suite.path / "imported.json").read_text()) == ["cyclonedx", "in_toto_attestation"]
     # the build's clock times: the cache entry the provider wrote holds the same as the provenance
     [entry] = (suite.path / ".trt_cache").rglob("entry.json")
