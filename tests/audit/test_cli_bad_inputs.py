@@ -110,7 +110,8 @@ def test_log_parse_with_an_onnx_directory(tmp_path):
 def test_bundle_verify_of_a_directory(tmp_path):
     proc = cli("bundle", "verify", tmp_path)
     assert proc.returncode == EXIT_FILE and "Traceback" not in proc.stderr
-    assert proc.stdout.strip() == f"ERROR   {tmp_path}: is a directory, not a bundle"
+    assert proc.stdout.strip() == (f"ERROR   {tmp_path}: is a directory, not a bundle: name its bundles, e.g. "
+                                   f"{tmp_path}/*.tar.gz")
 
 
 @pytest.mark.parametrize(("content", "why"), [
