@@ -64,8 +64,10 @@ def _verify(path: Path, public_key: Path | None) -> Any:
     except FileNotFoundError:
         raise CommandInputError(f"{path}: no such file") from None
     except IsADirectoryError:
+        import shlex
+
         raise CommandInputError(f"{path}: is a directory, not a bundle: name its bundles, e.g. "
-                                f"{path / '*.tar.gz'}") from None
+                                f"{shlex.quote(str(path))}/*.tar.gz") from None
     except PermissionError:
         raise CommandInputError(f"{path}: permission denied") from None
     except (KeyFileError, SigningUnavailable) as exc:

@@ -112,6 +112,10 @@ def test_bundle_verify_of_a_directory(tmp_path):
     assert proc.returncode == EXIT_FILE and "Traceback" not in proc.stderr
     assert proc.stdout.strip() == (f"ERROR   {tmp_path}: is a directory, not a bundle: name its bundles, e.g. "
                                    f"{tmp_path}/*.tar.gz")
+    spaced = tmp_path / "my bundles"
+    spaced.mkdir()
+    proc = cli("bundle", "verify", spaced)
+    assert proc.stdout.strip().endswith(f"e.g. '{spaced}'/*.tar.gz")  # as a shell reads it: the glob unquoted
 
 
 @pytest.mark.parametrize(("content", "why"), [
