@@ -64,10 +64,10 @@ def _verify(path: Path, public_key: Path | None) -> Any:
     except FileNotFoundError:
         raise CommandInputError(f"{path}: no such file") from None
     except IsADirectoryError:
-        import shlex
+        from pytest_trt.audit import bundles_in
 
         raise CommandInputError(f"{path}: is a directory, not a bundle: name its bundles, e.g. "
-                                f"{shlex.quote(str(path))}/*.tar.gz") from None
+                                f"{bundles_in(path)}") from None
     except PermissionError:
         raise CommandInputError(f"{path}: permission denied") from None
     except (KeyFileError, SigningUnavailable) as exc:

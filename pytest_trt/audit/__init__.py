@@ -8,3 +8,15 @@ imported here.
 """
 
 from __future__ import annotations
+
+import os
+
+#: the file pattern of audit bundles (``catalog add`` walks folders for it; the commands print it)
+BUNDLE_GLOB = "*.tar.gz"
+
+
+def bundles_in(folder: str | os.PathLike[str]) -> str:
+    """The bundles of ``folder`` as a shell command names them: the folder quoted, the pattern not."""
+    import shlex
+
+    return f"{shlex.quote(os.fspath(folder))}/{BUNDLE_GLOB}"

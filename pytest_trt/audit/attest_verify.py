@@ -164,10 +164,10 @@ def verify_attestations(bundle: Path, *, public_key: Path | None = None) -> Atte
 
     bundle = Path(bundle)
     if bundle.is_dir():
-        import shlex
+        from pytest_trt.audit import bundles_in
 
         raise AttestationMissing(f"{bundle} is a folder, not a bundle: name its bundles, e.g. "
-                                 f"pytest-trt attest verify {shlex.quote(str(bundle))}/*.tar.gz")
+                                 f"pytest-trt attest verify {bundles_in(bundle)}")
     if not bundle.is_file():
         raise AttestationMissing(f"{bundle}: no such bundle")
     path = a.attestation_path(bundle)

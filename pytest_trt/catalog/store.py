@@ -16,13 +16,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from pytest_trt.audit import BUNDLE_GLOB
 from pytest_trt.catalog.credentials import redact
 from pytest_trt.catalog.database import INTERNAL_COLUMNS, connect, with_retries, write_transaction
 from pytest_trt.catalog.fields import CatalogEntry, entry_from_bundle, iso_seconds, iso_utc
 from pytest_trt.catalog.lineage import join_lineage, refresh_lineage
 from pytest_trt.common.filehash import stat_identity
 
-BUNDLE_GLOB = "*.tar.gz"
 #: the sha256s of one bundle file's versions: the same path and the same engine.  The recorder rewrites a
 #: bundle when new golden verdicts arrive and keeps only the latest verdict per test in it; the catalog keeps
 #: every version's verdicts and approvals, and answers for the file with all of them.

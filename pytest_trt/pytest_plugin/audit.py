@@ -7,7 +7,6 @@ module turns a test's record into recorder calls and report data.
 from __future__ import annotations
 
 import os
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -180,8 +179,10 @@ def bundle_summary(rows: list[dict[str, Any]], failures: list[str]) -> list[str]
     attested = [row["attested"] for row in by_path.values() if row.get("attested")]
     if attested:
         written = sum(1 for a in attested if a["written"])
-        folders = {str(Path(path).parent) for path in by_path}
-        files = f"{shlex.quote(folders.pop())}/*.tar.gz" if len(folders) == 1 else "BUNDLE..."  # as a shell reads it
+        from pytest_trt.audit import bundles_in
+
+        folders = {Path(path).parent for path in by_path}
+        files = bundles_in(folders.pop()) if len(folders) == 1 else "BUNDLE..."
         how = ("signed with the --trt-sign-key key" if all(a["signed"] for a in attested)
                else f"UNSIGNED (no {opt.SIGN_KEY}): check them with 'pytest-trt attest verify {files}', without a key")
         lines.append(f"attestations: {len(attested)} bundle(s) attested in <bundle>.intoto.jsonl and .cdx.json "
