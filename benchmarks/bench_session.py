@@ -154,15 +154,21 @@ def make_project(folder: Path, configs: int, model: str) -> None:
         (folder / side / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
 
 
-def pytest_cpu(folder: Path, configs: int, tests: int, *args: str, env: dict[str, str]) -> float:
-    """CPU seconds (user + system, the xdist workers included) of one pytest process over the first ``configs``."""
+def run_pytest(folder: Path, configs: int, tests: int, args: tuple[str, ...], env: dict[str, str]) -> None:
+    """One pytest process (under ``--pin``'s CPU) over the first ``configs``; exits the benchmark unless every test
+    passed."""
     files = [f"test_m{i}.py" for i in range(configs)]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run([*PIN, sys.executable, "-m", "pytest", "-q", *files, *args], cwd=folder, capture_output=True,
                           text=True, env={**env, "BENCH_TESTS": str(tests)})
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0 or f"{configs * tests} passed" not in proc.stdout:
         sys.exit(f"pytest in {folder} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
+
+
+def pytest_cpu(folder: Path, configs: int, tests: int, *args: str, env: dict[str, str]) -> float:
+    """CPU seconds (user + system, the xdist workers included) of one pytest process over the first ``configs``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    run_pytest(folder, configs, tests, args, env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
@@ -171,13 +177,9 @@ def pytest_calls(folder: Path, configs: int, tests: int, *args: str, env: dict[s
     (from ``pytest_collection`` to ``pytest_collection_finish``) and ``controller`` (the xdist controller's, or 0)."""
     out = folder.parent / "calls.jsonl"
     out.unlink(missing_ok=True)
-    files = [f"test_m{i}.py" for i in range(configs)]
-    env = {**env, "BENCH_TESTS": str(tests), "BENCH_CALLS_OUT": str(out),
-           "PYTHONPATH": f"{env['PYTHONPATH']}{os.pathsep}{folder.parent / 'plugins'}"}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "bench_calls", *files, *args], cwd=folder,
-                          capture_output=True, text=True, env=env)
-    if proc.returncode != 0 or f"{configs * tests} passed" not in proc.stdout:
-        sys.exit(f"pytest in {folder} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
+    run_pytest(folder, configs, tests, ("-p", "bench_calls", *args),
+               {**env, "BENCH_CALLS_OUT": str(out),
+                "PYTHONPATH": f"{env['PYTHONPATH']}{os.pathsep}{folder.parent / 'plugins'}"})
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     xdist = any(row["worker"] for row in rows)
     collecting = [row for row in rows if row["worker"] or not xdist]  # an xdist controller collects nothing
@@ -196,6 +198,7 @@ def count_work(folder: Path, sides: list[tuple[str, Path, tuple[str, ...], dict[
     counts = {(name, mode_name, c, t): pytest_calls(where, c, t, *extra, *mode, env=side_env)
               for name, where, extra, side_env in sides for mode_name, mode in modes.items()
               for c in (lo, hi) for t in tests}
+
     def plus(name: str, mode_name: str, c: int, t: int, part: str) -> int:
         return counts[(name, mode_name, c, t)][part] - counts[("without", mode_name, c, t)][part]
 
