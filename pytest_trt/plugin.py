@@ -67,6 +67,27 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return True if collection_path in config.stash.get(EVIDENCE_FOLDERS, frozenset()) else None
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_report_to_serializable(config: pytest.Config, report: Any) -> Any:
+    """An xdist worker's test report crosses to the controller with its properties and sections as one string."""
+    data = yield
+    if data is not None and hasattr(config, "workerinput") and data.get("$report_type") == "TestReport":
+        from pytest_trt.pytest_plugin.channel import pack_report
+
+        pack_report(data)
+    return data
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_from_serializable(config: pytest.Config, data: dict[str, Any]) -> Any:
+    """The controller's side: what a worker packed is put back before pytest makes the report."""
+    from pytest_trt.pytest_plugin.channel import REPORT_KEY, unpack_report
+
+    if REPORT_KEY in data:
+        unpack_report(data)
+    return (yield)
+
+
 def _warn_if_rootdir_moved(config: pytest.Config) -> None:
     args = config.invocation_params.args
     if config.inipath is not None or not any(a in opt.PATH_OPTIONS for a in args):

@@ -221,13 +221,13 @@ class TrtSession:
     @pytest.hookimpl(tryfirst=True)  # a worker's groups are on disk before pytest-xdist reports its collection
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """The first golden test's golden starts being checked on another core now (not in an xdist worker, which
-        runs only the tests it is sent): the digest overlaps the session's start too.  A worker under
-        ``--dist loadgroup`` writes its tests' groups for the controller's scheduler."""
+        runs only the tests it is sent): the digest overlaps the session's start too.  Under ``--dist loadgroup``
+        the first worker writes the tests' groups for the controller's scheduler."""
         workerinput = getattr(session.config, "workerinput", None)
         if workerinput is not None:
-            from pytest_trt.pytest_plugin.grouping import GROUPS_DIR_KEY
+            from pytest_trt.pytest_plugin.grouping import GROUPS_DIR_KEY, GROUPS_WRITER
 
-            if GROUPS_DIR_KEY in workerinput:
+            if GROUPS_DIR_KEY in workerinput and workerinput["workerid"] == GROUPS_WRITER:
                 from pathlib import Path
 
                 from pytest_trt.pytest_plugin.grouping import write_groups
@@ -376,9 +376,9 @@ class TrtSession:
         self.workers.append(WorkerOutput.received(getattr(node, "workeroutput", {})))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not (self._provider or self._recorder or self.workers or self.archived
-                or (self._golden is not None and self._golden.has_summary)):
-            return  # nothing to say (a run without trt tests): import nothing
+        if self._is_worker or not (self._provider or self._recorder or self.workers or self.archived
+                                   or (self._golden is not None and self._golden.has_summary)):
+            return  # no one reads a worker's; nothing to say (a run without trt tests): import nothing
         from pytest_trt.pytest_plugin.terminal import write_summary
 
         write_summary(terminalreporter, self.summary_data())

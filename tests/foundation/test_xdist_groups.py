@@ -1,5 +1,5 @@
 """Under ``--dist loadgroup`` every test of one BuildConfig runs in one xdist worker, so each config's engine is
-loaded by one worker; a test's own ``xdist_group`` mark is kept.  Plumbing only: the fake backend of
+loaded by one worker; a test's own ``xdist_group`` mark is kept, and a config with one test is not grouped.  Plumbing only: the fake backend of
 pytest_trt.testing builds the engines.  Which worker ran a test is read from xdist's ``-v`` lines and from
 a file each test appends its own ``PYTEST_XDIST_WORKER`` to."""
 
@@ -33,6 +33,22 @@ def test_b(trt_engine, i):
 def test_b_grouped_by_its_author(trt_engine):
     pass
 
+C1 = BuildConfig(name="cbr_c", version="3.0", onnx={onnx!r}, profiles=PROFILE)
+C2 = BuildConfig(name="cbr_c", version="3.0", onnx={onnx!r}, profiles=PROFILE)  # equal to C1: another object
+D = BuildConfig(name="cbr_d", version="4.0", onnx={onnx!r}, profiles=PROFILE)
+
+@pytest.mark.trt(C1)
+def test_c1(trt_engine):
+    pass
+
+@pytest.mark.trt(C2)
+def test_c2(trt_engine):
+    pass
+
+@pytest.mark.trt(D)
+def test_d_alone(trt_engine):
+    pass
+
 def test_plain():
     pass
 """
@@ -63,7 +79,7 @@ def test_loadgroup_marks_one_group_per_config_in_every_worker(pytester, models):
     pytester.makepyfile(test_model=SUITE.format(onnx=str(models["conv_bn_relu"])))
     pytester.makeconftest(MARKS)
     result = pytester.runpytest_subprocess(*FAKE, "--trt-engine-build", "-n", "2", "--dist", "loadgroup", "-v")
-    result.assert_outcomes(passed=10)
+    result.assert_outcomes(passed=13)
     seen = _groups(result.stderr.str())
     assert sorted(seen) == ["gw0", "gw1"] and seen["gw0"] == seen["gw1"]  # both workers name the same groups
     marks = seen["gw0"]
@@ -74,6 +90,9 @@ def test_loadgroup_marks_one_group_per_config_in_every_worker(pytester, models):
     assert name_a.startswith("trt-") and name_b.startswith("trt-")
     assert marks["test_model.py::test_b_grouped_by_its_author"] == ("mine",)  # its author's grouping kept
     assert marks["test_model.py::test_plain"] == ()  # not a trt test
+    ((name_c,),) = {marks["test_model.py::test_c1"], marks["test_model.py::test_c2"]}  # equal configs: one group
+    assert name_c.startswith("trt-") and name_c not in (name_a, name_b)
+    assert marks["test_model.py::test_d_alone"] == ()  # a config's only test is one unit of work already
 
 
 
@@ -81,7 +100,7 @@ def test_without_loadgroup_no_group_is_added(pytester, models):
     pytester.makepyfile(test_model=SUITE.format(onnx=str(models["conv_bn_relu"])))
     pytester.makeconftest(MARKS)
     result = pytester.runpytest_subprocess(*FAKE, "--trt-engine-build", "-n", "2", "-v")
-    result.assert_outcomes(passed=10)
+    result.assert_outcomes(passed=13)
     marks = _groups(result.stderr.str())["gw0"]
     assert marks["test_model.py::test_a[0]"] == () and marks["test_model.py::test_b_grouped_by_its_author"] == ("mine",)
 
