@@ -14,6 +14,8 @@ every shape (C configs, T tests per config), serial and with ``-n 2 --dist D`` f
 * without it (``-p no:trt``): the same tests, each config's engine read once (a module fixture) from a copy of
   the cached plan, as a suite without the plugin loads its prebuilt engines.
 
+A shape's C test modules are in a folder of their own (``c<C>``), the one path pytest is given.
+
 The CPU time (user + system, workers included) the plugin adds is fitted as ``fixed + a * C + b * C * T`` over the
 shapes. Prints a against 5 ms per config and b against 1 ms per test, serial and ``-n 2``, and each ``-n 2`` slope
 against the serial one (target: no more), with the 1-minute load average; then the same difference fitted round by
@@ -28,7 +30,7 @@ at the end, which would otherwise be other processes' (any size: a random cost).
 
 ``--pin CPU``: every pytest process runs on that one CPU (``taskset``), so an ``-n 2`` worker never runs beside the
 other one: what stays of ``-n 2`` minus serial is then the work ``-n 2`` adds and the switching between its processes,
-not two CPUs slowing each other. ``--work``: after the rounds, one run of each side, mode and shape counts the Python
+not two CPUs slowing each other. ``--work``: after the rounds, three runs of each side, mode and shape count the Python
 function calls of every process (a profile hook that counts; ``sys.setprofile``), split into collection and the rest,
 and prints the calls the plugin adds per config, serial and ``-n 2``: a count, free of the timing noise, of the work
 ``-n 2`` adds (both workers collect every test module; the reports and each worker's closing document cross to the
@@ -84,7 +86,7 @@ from pathlib import Path
 
 @pytest.fixture(scope="module")
 def engine():
-    return (Path(__file__).parent / "plans" / "m{i}.plan").read_bytes()
+    return (Path(__file__).parents[1] / "plans" / "m{i}.plan").read_bytes()
 
 @pytest.mark.parametrize("k", range(int(os.environ["BENCH_TESTS"])))
 def test_m{i}(engine, k):
@@ -132,34 +134,37 @@ CORUN_LOOP = ("import sys, time\nend = time.time() + float(sys.argv[1])\n"
               "while time.time() < end:\n    sum(i * i for i in range(10000))")
 
 
-def make_project(folder: Path, configs: int, model: str) -> None:
+def make_project(folder: Path, shapes: list[int], model: str) -> None:
+    """The project of each side; the test modules of C configs in folder ``c<C>`` (see :func:`run_pytest`)."""
+    configs = max(shapes)
     sys.path.insert(0, str(ROOT))
     from examples.models import mobilenet_v2, save
 
     (folder / "with" / "models").mkdir(parents=True)
-    (folder / "without").mkdir()
     if model == "mnv2_224":
         from benchmarks.models import mobilenet_v2_224
 
         first, hw = save(mobilenet_v2_224(), folder / "with" / "models" / "m0.onnx"), 224
     else:
         first, hw = save(mobilenet_v2(), folder / "with" / "models" / "m0.onnx"), 32
-    for i in range(configs):
-        if i:
-            shutil.copyfile(first, folder / "with" / "models" / f"m{i}.onnx")
-        (folder / "with" / f"test_m{i}.py").write_text(WITH.format(i=i))
-        (folder / "without" / f"test_m{i}.py").write_text(WITHOUT.format(i=i))
+    for i in range(1, configs):
+        shutil.copyfile(first, folder / "with" / "models" / f"m{i}.onnx")
+    for c in shapes:
+        for side, template in (("with", WITH), ("without", WITHOUT)):
+            (folder / side / f"c{c}").mkdir(parents=True)
+            for i in range(c):
+                (folder / side / f"c{c}" / f"test_m{i}.py").write_text(template.format(i=i))
     (folder / "with" / "conftest.py").write_text(CONFTEST.format(n=configs, hw=hw))
     for side in ("with", "without"):
         (folder / side / "pytest.ini").write_text("[pytest]\naddopts = -p no:cacheprovider\n")
 
 
 def run_pytest(folder: Path, configs: int, tests: int, args: tuple[str, ...], env: dict[str, str]) -> None:
-    """One pytest process (under ``--pin``'s CPU) over the first ``configs``; exits the benchmark unless every test
-    passed."""
-    files = [f"test_m{i}.py" for i in range(configs)]
-    proc = subprocess.run([*PIN, sys.executable, "-m", "pytest", "-q", *files, *args], cwd=folder, capture_output=True,
-                          text=True, env={**env, "BENCH_TESTS": str(tests)})
+    """One pytest process (under ``--pin``'s CPU) over the first ``configs``, given as their folder (as a suite is
+    run: one path per module would have pytest list the rootdir, where the engine cache and the bundles are, once
+    per path); exits the benchmark unless every test passed."""
+    proc = subprocess.run([*PIN, sys.executable, "-m", "pytest", "-q", f"c{configs}", *args], cwd=folder,
+                          capture_output=True, text=True, env={**env, "BENCH_TESTS": str(tests)})
     if proc.returncode != 0 or f"{configs * tests} passed" not in proc.stdout:
         sys.exit(f"pytest in {folder} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}")
 
@@ -191,15 +196,21 @@ def pytest_calls(folder: Path, configs: int, tests: int, *args: str, env: dict[s
 def count_work(folder: Path, sides: list[tuple[str, Path, tuple[str, ...], dict[str, str]]],
                modes: dict[str, tuple[str, ...]], configs: list[int], tests: list[int]) -> dict[tuple[str, ...], float]:
     """Per (side, mode, tests per config): the Python calls the side adds per config over the plugin-less side,
-    from the fewest to the most configs, in all and by part (see :func:`pytest_calls`)."""
+    from the fewest to the most configs, in all and by part (see :func:`pytest_calls`); each run counted 3 times,
+    the median taken (a run now and then makes a few thousand calls more, once)."""
     (folder / "plugins").mkdir(exist_ok=True)
     (folder / "plugins" / "bench_calls.py").write_text(CALLS_PLUGIN)
     lo, hi = min(configs), max(configs)
-    counts = {(name, mode_name, c, t): pytest_calls(where, c, t, *extra, *mode, env=side_env)
-              for name, where, extra, side_env in sides for mode_name, mode in modes.items()
-              for c in (lo, hi) for t in tests}
+    counts: dict[tuple[str, str, int, int], dict[str, float]] = {}
+    for name, where, extra, side_env in sides:
+        for mode_name, mode in modes.items():
+            for c in (lo, hi):
+                for t in tests:
+                    runs = [pytest_calls(where, c, t, *extra, *mode, env=side_env) for _ in range(3)]
+                    counts[(name, mode_name, c, t)] = {part: statistics.median(run[part] for run in runs)
+                                                       for part in runs[0]}
 
-    def plus(name: str, mode_name: str, c: int, t: int, part: str) -> int:
+    def plus(name: str, mode_name: str, c: int, t: int, part: str) -> float:
         return counts[(name, mode_name, c, t)][part] - counts[("without", mode_name, c, t)][part]
 
     return {(name, mode_name, str(t), part): (plus(name, mode_name, hi, t, part) - plus(name, mode_name, lo, t, part))
@@ -233,7 +244,8 @@ def corun_slowdown() -> float:
 
 def print_work(added: dict[tuple[str, ...], float], names: list[str], modes: list[str], tests: list[int],
                slowdown: float) -> None:
-    print("work: Python function calls the plugin adds per config (one counted run of each; a count, not a time)")
+    print("work: Python function calls the plugin adds per config (each run counted 3 times, the median; a count, "
+          "not a time)")
     for name in names:
         for t in tests:
             serial = added[(name, "serial", str(t), "all")]
@@ -289,7 +301,7 @@ def main() -> None:
     load = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory(prefix="bench_session_") as tmp:
         folder = Path(tmp)
-        make_project(folder, max(configs), args.model)
+        make_project(folder, configs, args.model)
         # pytest's temporary folders of this benchmark's runs only (see the docstring)
         (folder / "tmproot").mkdir()
         for side_env in (env, *plugins.values()):
