@@ -691,7 +691,7 @@ MUTANTS = (
            ("tests/foundation/test_xdist_groups.py",),
            "the worker named to write the groups is one xdist never starts: no groups reach the controller"),
     Mutant("xdist-group-for-one-test", "pytest_trt/pytest_plugin/grouping.py",
-           "            if len(tests[key]) > 1:\n", "            if tests[key]:\n",
+           "            if len(items) > 1:\n", "            if items:\n",
            ("tests/foundation/test_xdist_groups.py",),
            "a config's only test gets a group: every worker pays for a mark that schedules nothing differently"),
     Mutant("xdist-equal-configs-apart", "pytest_trt/pytest_plugin/grouping.py",

@@ -53,23 +53,16 @@ def group_by_config(marked: Iterable[tuple[pytest.Item, pytest.Mark]]) -> None:
         tests.setdefault(id(config), []).append(item)
         objects.setdefault((config.name, config.version), {})[id(config)] = config
     for same_name in objects.values():  # only objects of one name and version can be equal: name those alone
-        if len(same_name) == 1:
-            ((key, config),) = same_name.items()
-            if len(tests[key]) > 1:
-                _add_group(group_name(config), tests[key])
-            continue
+        if sum(len(tests[key]) for key in same_name) < 2:
+            continue  # the one test of this name and version: no group to make, no config to digest
         by_group: dict[str, list[pytest.Item]] = {}
         for key, config in same_name.items():
             by_group.setdefault(group_name(config), []).extend(tests[key])
         for name, items in by_group.items():
             if len(items) > 1:
-                _add_group(name, items)
-
-
-def _add_group(name: str, items: list[pytest.Item]) -> None:
-    group = pytest.mark.xdist_group(name=name)  # one mark, shared by the config's tests
-    for item in items:
-        item.add_marker(group)
+                group = pytest.mark.xdist_group(name=name)  # one mark, shared by the config's tests
+                for item in items:
+                    item.add_marker(group)
 
 
 def item_group(item: pytest.Item) -> str | None:

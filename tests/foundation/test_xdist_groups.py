@@ -36,6 +36,9 @@ def test_b_grouped_by_its_author(trt_engine):
 C1 = BuildConfig(name="cbr_c", version="3.0", onnx={onnx!r}, profiles=PROFILE)
 C2 = BuildConfig(name="cbr_c", version="3.0", onnx={onnx!r}, profiles=PROFILE)  # equal to C1: another object
 D = BuildConfig(name="cbr_d", version="4.0", onnx={onnx!r}, profiles=PROFILE)
+E1 = BuildConfig(name="cbr_e", version="5.0", onnx={onnx!r}, profiles=PROFILE)
+E2 = BuildConfig(name="cbr_e", version="5.0", onnx={onnx!r},  # the same name and version, another config
+                 profiles=[Profile(input=((1, 3, 16, 16), (1, 3, 16, 16), (1, 3, 16, 16)))])
 
 @pytest.mark.trt(C1)
 def test_c1(trt_engine):
@@ -47,6 +50,14 @@ def test_c2(trt_engine):
 
 @pytest.mark.trt(D)
 def test_d_alone(trt_engine):
+    pass
+
+@pytest.mark.trt(E1)
+def test_e1_alone(trt_engine):
+    pass
+
+@pytest.mark.trt(E2)
+def test_e2_alone(trt_engine):
     pass
 
 def test_plain():
@@ -79,7 +90,7 @@ def test_loadgroup_marks_one_group_per_config_in_every_worker(pytester, models):
     pytester.makepyfile(test_model=SUITE.format(onnx=str(models["conv_bn_relu"])))
     pytester.makeconftest(MARKS)
     result = pytester.runpytest_subprocess(*FAKE, "--trt-engine-build", "-n", "2", "--dist", "loadgroup", "-v")
-    result.assert_outcomes(passed=13)
+    result.assert_outcomes(passed=15)
     seen = _groups(result.stderr.str())
     assert sorted(seen) == ["gw0", "gw1"] and seen["gw0"] == seen["gw1"]  # both workers name the same groups
     marks = seen["gw0"]
@@ -93,6 +104,7 @@ def test_loadgroup_marks_one_group_per_config_in_every_worker(pytester, models):
     ((name_c,),) = {marks["test_model.py::test_c1"], marks["test_model.py::test_c2"]}  # equal configs: one group
     assert name_c.startswith("trt-") and name_c not in (name_a, name_b)
     assert marks["test_model.py::test_d_alone"] == ()  # a config's only test is one unit of work already
+    assert marks["test_model.py::test_e1_alone"] == marks["test_model.py::test_e2_alone"] == ()  # two configs
 
 
 
@@ -100,7 +112,7 @@ def test_without_loadgroup_no_group_is_added(pytester, models):
     pytester.makepyfile(test_model=SUITE.format(onnx=str(models["conv_bn_relu"])))
     pytester.makeconftest(MARKS)
     result = pytester.runpytest_subprocess(*FAKE, "--trt-engine-build", "-n", "2", "-v")
-    result.assert_outcomes(passed=13)
+    result.assert_outcomes(passed=15)
     marks = _groups(result.stderr.str())["gw0"]
     assert marks["test_model.py::test_a[0]"] == () and marks["test_model.py::test_b_grouped_by_its_author"] == ("mine",)
 
