@@ -7,12 +7,14 @@ into place, which is atomic within one folder on POSIX and Windows.
 
 from __future__ import annotations
 
+import errno
 import glob
 import io
 import json
 import os
 import shutil
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -207,27 +209,96 @@ class HeldLock(Protocol):
     def release(self) -> None: ...
 
 
+#: locks by flock(2) itself (POSIX); else filelock's
+_FLOCK = os.name == "posix"
+#: errors of flock(2) on a file system that has no such locks (some network file systems): filelock's soft lock then
+_NO_FLOCK = frozenset({errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOLCK, errno.EINVAL})
+#: the locks this process holds by flock: a forked child closes its copies (else the parent's release would not
+#: free the lock while the child lives: a flock belongs to the open file, which the child shares)
+_HELD: set[_Flock] = set()
+
+
+class _Flock:
+    """An exclusive flock(2) held on an open descriptor of the lock file; released by closing it, from any thread."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        _HELD.add(self)
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, -1
+        _HELD.discard(self)
+        if fd >= 0:
+            os.close(fd)
+
+
+def _close_inherited_locks() -> None:
+    for held in list(_HELD):
+        held.release()  # the child's copy of the descriptor: the parent's lock stays held
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_inherited_locks)
+
+
+def _flock(lock_file: Path, deadline: float) -> HeldLock | None:
+    """The lock by flock(2) itself (POSIX), polled until ``deadline`` (``time.monotonic``); None where the file
+    system has no flock.  Raises TimeoutError at the deadline."""
+    import fcntl
+
+    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by programs this process starts
+    pause, held = 0.001, None
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                held = _Flock(fd)
+                return held
+            except BlockingIOError:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(str(lock_file)) from None
+                time.sleep(min(pause, left))
+                pause = min(pause * 2, 0.05)
+            except OSError as exc:
+                if exc.errno in _NO_FLOCK:
+                    return None
+                raise
+    finally:
+        if held is None:
+            os.close(fd)
+
+
 def acquire_lock(lock_file: Path, *, what: str, timeout: float = LOCK_TIMEOUT_S) -> HeldLock:
     """Take the exclusive lock ``lock_file`` across processes and threads; return it held.
 
     ``what`` names the locked object in the timeout error (``"golden file x.h5"``).
     Not thread-local: another thread may release it (the engine cache's writer thread does).
     Raises :class:`~pytest_trt.errors.LockTimeout` after ``timeout`` seconds and ``OSError``
-    when the lock file cannot be created.
+    when the lock file cannot be created.  On POSIX the lock is flock(2) on the lock file, the lock filelock takes
+    there, without its probe of the folder (a file made and removed for every lock); where the file system has no
+    flock, and on Windows, filelock's own lock.
     """
-    from filelock import FileLock, Timeout  # not at plugin load
-
     lock_file.parent.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(lock_file), timeout=timeout, thread_local=False)
     try:
-        lock.acquire()
-    except Timeout:
+        if _FLOCK:
+            held = _flock(lock_file, time.monotonic() + timeout)
+            if held is not None:
+                return held
+        from filelock import FileLock, Timeout  # not at plugin load
+
+        lock = FileLock(str(lock_file), timeout=timeout, thread_local=False)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise TimeoutError(str(lock_file)) from None
+        return lock
+    except TimeoutError:
         raise LockTimeout(
             f"could not lock {what} within {timeout:g} s: another process holds {lock_file}; "
             "if none does (a killed run), delete that file and run again",
             what=what, lock_file=str(lock_file), timeout=timeout,
         ) from None
-    return lock
 
 
 @contextmanager

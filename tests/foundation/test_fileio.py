@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_trt.common import fileio
 from pytest_trt.common.filehash import sha256_file
 from pytest_trt.common.fileio import (
     acquire_lock,
@@ -29,8 +30,10 @@ ROOT = Path(__file__).resolve().parents[2]
 _COUNTER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
+    from pytest_trt.common import fileio
     from pytest_trt.common.fileio import locked
     counter, rounds = Path(sys.argv[1]), int(sys.argv[2])
+    fileio._FLOCK = sys.argv[3] == "flock"
     for _ in range(rounds):
         with locked(counter.with_name("counter.lock"), what=f"counter {counter}", timeout=60):
             value = int(counter.read_text())
@@ -41,25 +44,38 @@ _COUNTER = textwrap.dedent("""
 _HOLDER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
+    from pytest_trt.common import fileio
     from pytest_trt.common.fileio import acquire_lock
+    fileio._FLOCK = sys.argv[2] == "flock"
     held = acquire_lock(Path(sys.argv[1]), what="x", timeout=10)
     print("held", flush=True)
     time.sleep(60)
 """)
 
 
-def test_lock_excludes_other_processes(tmp_path: Path) -> None:
+#: POSIX takes flock(2) itself; filelock where the file system has none (and on Windows)
+LOCKS = ["flock", "filelock"]
+
+
+@pytest.fixture(params=LOCKS)
+def lock_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setattr(fileio, "_FLOCK", request.param == "flock")
+    return str(request.param)
+
+
+def test_lock_excludes_other_processes(tmp_path: Path, lock_kind: str) -> None:
     counter = tmp_path / "counter"
     counter.write_text("0")
-    procs = [subprocess.Popen([sys.executable, "-c", _COUNTER, str(counter), "15"], cwd=ROOT) for _ in range(3)]
+    procs = [subprocess.Popen([sys.executable, "-c", _COUNTER, str(counter), "15", lock_kind], cwd=ROOT)
+             for _ in range(3)]
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0]
     assert counter.read_text() == "45"
 
 
-def test_lock_timeout_names_what_and_the_lock_file(tmp_path: Path) -> None:
+def test_lock_timeout_names_what_and_the_lock_file(tmp_path: Path, lock_kind: str) -> None:
     lock_file = tmp_path / "sub" / "thing.lock"
-    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(lock_file)], cwd=ROOT, stdout=subprocess.PIPE,
-                              text=True)
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(lock_file), lock_kind], cwd=ROOT,
+                              stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         with pytest.raises(LockTimeout) as info:
@@ -74,14 +90,77 @@ def test_lock_timeout_names_what_and_the_lock_file(tmp_path: Path) -> None:
     acquire_lock(lock_file, what="x", timeout=5).release()  # free again once the holder is gone
 
 
-def test_lock_is_released_by_another_thread(tmp_path: Path) -> None:
+def test_lock_is_released_by_another_thread(tmp_path: Path, lock_kind: str) -> None:
     import threading
 
     held = acquire_lock(tmp_path / "k.lock", what="cache key k")
+    with pytest.raises(LockTimeout):  # held: a second taker in this process waits too
+        acquire_lock(tmp_path / "k.lock", what="cache key k", timeout=0.05)
     worker = threading.Thread(target=held.release)
     worker.start()
     worker.join()
     acquire_lock(tmp_path / "k.lock", what="cache key k", timeout=1).release()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+def test_a_forked_child_does_not_keep_its_parents_lock(tmp_path: Path) -> None:
+    """A flock belongs to the open file, which a forked child shares: the child closes its copy at fork, so the
+    parent's release frees the lock while the child still runs."""
+    lock_file = tmp_path / "k.lock"
+    held = acquire_lock(lock_file, what="cache key k")
+    go_on, stay = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child waits until the parent has looked
+        os.read(go_on, 1)
+        os._exit(0)
+    try:
+        held.release()
+        other = subprocess.run([sys.executable, "-c", _TAKE, str(lock_file)], cwd=ROOT, capture_output=True,
+                               text=True, timeout=60)
+        assert other.returncode == 0, other.stderr  # LockTimeout, had the child kept the lock
+    finally:
+        os.write(stay, b"x")
+        os.waitpid(pid, 0)
+
+
+_TAKE = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from pytest_trt.common.fileio import acquire_lock
+    acquire_lock(Path(sys.argv[1]), what="x", timeout=0.5).release()
+    print("filelock" in sys.modules)
+""")
+
+
+@pytest.mark.skipif(os.name != "posix", reason="flock(2) is POSIX")
+def test_a_posix_lock_is_flock_itself(tmp_path: Path) -> None:
+    """filelock probes the folder with a file of its own for every lock it takes (~0.6 ms of a cache miss's
+    critical path): on POSIX the lock is flock(2) on the lock file, filelock is not even imported."""
+    taken = subprocess.run([sys.executable, "-c", _TAKE, str(tmp_path / "k.lock")], cwd=ROOT, capture_output=True,
+                           text=True, timeout=60)
+    assert (taken.returncode, taken.stdout) == (0, "False\n"), taken.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["k.lock"]
+
+
+def test_without_flock_the_lock_is_filelocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file system without flock (ENOLCK, as some network file systems answer): filelock's lock, which excludes."""
+    import errno
+    import fcntl
+
+    real, refused = fcntl.flock, []
+
+    def no_flock_once(fd: int, operation: int) -> None:
+        if not refused:
+            refused.append(fd)
+            raise OSError(errno.ENOLCK, "No locks available")
+        real(fd, operation)
+
+    monkeypatch.setattr(fcntl, "flock", no_flock_once)
+    held = acquire_lock(tmp_path / "k.lock", what="cache key k")
+    assert refused and type(held).__module__.split(".")[0] == "filelock"
+    with pytest.raises(LockTimeout):
+        acquire_lock(tmp_path / "k.lock", what="cache key k", timeout=0.05)
+    held.release()
 
 
 def test_atomic_writes_leave_no_temporary_file(tmp_path: Path) -> None:
