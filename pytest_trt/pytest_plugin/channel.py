@@ -1,5 +1,5 @@
 """What a pytest-xdist worker sends its controller: one JSON document at the end, and each test report's
-user properties and sections as one JSON string.
+user properties and sections as one JSON string (with the ``trt`` mark's keyword, where the report has it).
 
 execnet, which carries them, serializes in pure Python one value at a time (some 13 calls for each junit property
 of each report), and a string in a few calls; the JSON is made and read by the ``json`` module's C code.
@@ -11,12 +11,17 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from pytest_trt.options import MARKER
+
 #: the one ``workeroutput`` key of pytest-trt
 KEY = "pytest_trt"
 #: the key of a serialized test report that holds its user properties and sections (a worker's, see pack_report)
 REPORT_KEY = "pytest_trt_packed"
 #: the property values that come back from JSON as they went in
 _SCALARS = (str, int, float, bool, type(None))
+#: the keyword every report of a trt test carries (the mark's name): inside the packed string, not a keyword entry
+#: serialized on its own
+_KEYWORD = MARKER
 
 
 @dataclass
@@ -52,12 +57,18 @@ class WorkerOutput:
 def pack_report(data: dict[str, Any]) -> None:
     """A worker's serialized test report: its user properties and sections into one JSON string under
     :data:`REPORT_KEY`, when each comes back from JSON unchanged (str names and sections, scalar values); else
-    left as they are.  The controller's :func:`unpack_report` puts them back before pytest makes the report."""
+    left as they are.  The ``trt`` keyword rides in the same string.  The controller's :func:`unpack_report` puts
+    them back before pytest makes the report."""
     props = data.get("user_properties") or []
     sections = data.get("sections") or []
     if not (props or sections) or not (_pairs(props, _SCALARS) and _pairs(sections, (str,))):
         return
-    data[REPORT_KEY] = json.dumps([props, sections])
+    packed: list[Any] = [props, sections]
+    keywords = data.get("keywords")
+    if type(keywords) is dict and _KEYWORD in keywords and type(keywords[_KEYWORD]) in _SCALARS:
+        keywords = data["keywords"] = dict(keywords)  # the report's own dict, which the worker goes on using
+        packed.append(keywords.pop(_KEYWORD))
+    data[REPORT_KEY] = json.dumps(packed)
     data["user_properties"] = []
     data["sections"] = []
 
@@ -78,6 +89,8 @@ def unpack_report(data: dict[str, Any]) -> None:
     text = data.pop(REPORT_KEY, None)
     if text is None:
         return
-    props, sections = json.loads(text)
-    data["user_properties"] = [(name, value) for name, value in props]
-    data["sections"] = [(name, content) for name, content in sections]
+    packed = json.loads(text)
+    data["user_properties"] = [(name, value) for name, value in packed[0]]
+    data["sections"] = [(name, content) for name, content in packed[1]]
+    if len(packed) > 2:
+        data["keywords"][_KEYWORD] = packed[2]

@@ -4,6 +4,7 @@ calls) and unpacks it in the controller.  Plumbing only: the fake backend of pyt
 
 from __future__ import annotations
 
+import json
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -52,8 +53,21 @@ import pytest
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_report_from_serializable(config, data):
     if data.get("when") == "call":
-        sys.stderr.write(f"PACKED {data['nodeid']} {'pytest_trt_packed' in data} {len(data['user_properties'])}\\n")
+        sys.stderr.write(f"PACKED {data['nodeid']} {'pytest_trt_packed' in data} {len(data['user_properties'])} "
+                         f"{'trt' in data['keywords']}\\n")
     return (yield)
+
+
+WORKER = []
+
+
+def pytest_configure(config):
+    WORKER.append(hasattr(config, "workerinput"))
+
+
+def pytest_runtest_logreport(report):
+    side = "WORKER" if WORKER[0] else "KEYWORD"  # a worker's report keeps its keyword after it was sent
+    sys.stderr.write(f"{side} {report.nodeid} {report.when} {report.keywords.get('trt')}\\n")
 """
 
 
@@ -69,9 +83,17 @@ def test_properties_and_sections_cross_to_the_controller_as_in_a_serial_run(pyte
     serial, serial_out = _run(pytester)
     workers, workers_out = _run(pytester, "-n", "2")
     assert workers == serial
-    packed = sorted(m.split() for m in re.findall(r"PACKED (\S+ \S+ \d+)", workers_out))
-    assert packed == [["test_model.py::test_a_list", "False", "6"], ["test_model.py::test_plain", "True", "0"],
-                      ["test_model.py::test_scalars", "True", "0"]]  # a list value: sent as it is
+    packed = sorted(m.split() for m in re.findall(r"PACKED (\S+ \S+ \d+ \S+)", workers_out))
+    assert packed == [["test_model.py::test_a_list", "False", "6", "True"],  # a list value: sent as it is
+                      ["test_model.py::test_plain", "True", "0", "False"],
+                      ["test_model.py::test_scalars", "True", "0", "False"]]  # the trt keyword rode in the string
+    keyword = r"KEYWORD (\S+ \S+ \S+)"
+    assert sorted(re.findall(keyword, workers_out)) == sorted(re.findall(keyword, serial_out))  # as a serial run's
+    assert sorted(re.findall(r"WORKER (\S+ \S+ \S+)", workers_out)) == sorted(re.findall(keyword, serial_out))
+    assert sorted(re.findall(keyword, serial_out)) == sorted(
+        f"test_model.py::{name} {when} {value}" for name, value in (("test_scalars", 1), ("test_a_list", 1),
+                                                                   ("test_plain", None))
+        for when in ("setup", "call", "teardown"))
     scalars = workers["test_scalars"]
     assert scalars[:4] == [("count", "3"), ("ratio", "0.1"), ("none", "None"), ("flag", "True")]
     assert [name for name, _ in scalars[4:]] == ["trt_bundle", "trt_bundle_sha256", "trt_config_hash",
@@ -87,6 +109,7 @@ def test_properties_and_sections_cross_to_the_controller_as_in_a_serial_run(pyte
 
 def _worker_report() -> dict:
     return {"$report_type": "TestReport", "nodeid": "t.py::t", "when": "call",
+            "keywords": {"t": 1, "trt": 1, "t.py": 1},
             "user_properties": [("count", 3), ("trt_bundle", "/b/x.tar.gz"), ("ratio", 0.5), ("none", None)],
             "sections": [("Captured stdout call", "out\n"), ("trt audit", "engine: cbr v1.0\n")]}
 
@@ -95,6 +118,7 @@ def test_pack_makes_one_string_and_unpack_gives_the_same_pairs():
     data = _worker_report()
     pack_report(data)
     assert data["user_properties"] == [] and data["sections"] == [] and isinstance(data[REPORT_KEY], str)
+    assert data["keywords"] == {"t": 1, "t.py": 1}  # the trt keyword rides in the string
     unpack_report(data)
     assert data == _worker_report()
     assert all(type(p) is tuple for p in data["user_properties"] + data["sections"])
@@ -108,10 +132,19 @@ def test_a_value_json_would_change_leaves_the_report_as_it_is(prop):
     assert REPORT_KEY not in data and data["user_properties"][-1] == prop and len(data["sections"]) == 2
 
 
-def test_a_report_without_properties_or_sections_is_left_alone():
-    data = {"$report_type": "TestReport", "user_properties": [], "sections": []}
+def test_a_report_without_trt_keyword_packs_none():
+    data = _worker_report()
+    del data["keywords"]["trt"]
     pack_report(data)
-    assert data == {"$report_type": "TestReport", "user_properties": [], "sections": []}
+    assert len(json.loads(data[REPORT_KEY])) == 2
+    unpack_report(data)
+    assert data["keywords"] == {"t": 1, "t.py": 1}
+
+
+def test_a_report_without_properties_or_sections_is_left_alone():
+    data = {"$report_type": "TestReport", "user_properties": [], "sections": [], "keywords": {"trt": 1}}
+    pack_report(data)
+    assert data == {"$report_type": "TestReport", "user_properties": [], "sections": [], "keywords": {"trt": 1}}
     unpack_report(data)  # nothing packed: nothing to do
     assert REPORT_KEY not in data
 
