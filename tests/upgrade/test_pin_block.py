@@ -13,6 +13,8 @@ import math
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.upgrade.conftest import bundle_doc
 from tests.upgrade.test_report import cli
 
@@ -93,7 +95,9 @@ def test_old_absolute_means(digits_incident: dict[str, Path], tmp_path: Path) ->
     assert row["old"] == old["metrics"]["drift"]["entropy"]["obtained"]
     assert row["new"] == new["metrics"]["drift"]["entropy"]["obtained"]
     assert row["golden"] == new["metrics"]["drift"]["entropy"]["golden"]
-    assert round(row["golden"], 4) == 0.0706 and round(row["new"], 4) == 0.2603  # the incident's figures
+    # the incident's figures, from ONNX Runtime's INT8 kernels, whose sums differ by CPU (an AVX2 machine without
+    # VNNI gives 0.0711 and 0.2608): within 0.001 of them, the jump from golden to new is 0.19
+    assert row["golden"] == pytest.approx(0.0706, abs=0.001) and row["new"] == pytest.approx(0.2603, abs=0.001)
     acc = next(m for m in config["metrics"] if m["metric"] == "accuracy" and m["tag"] is None)
     assert acc["golden"] == round(new["metrics"]["golden_accuracy"] * 100, 10) or abs(
         acc["golden"] - new["metrics"]["golden_accuracy"] * 100) < 1e-9
