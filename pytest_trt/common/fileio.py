@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -218,6 +219,10 @@ _NO_FLOCK = frozenset({errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOLCK, errno.EINVA
 _HELD: set[_Flock] = set()
 
 
+#: one release at a time: a descriptor closed twice could be another file's by then
+_RELEASING = threading.Lock()
+
+
 class _Flock:
     """An exclusive flock(2) held on an open descriptor of the lock file; released by closing it, from any thread."""
 
@@ -226,15 +231,20 @@ class _Flock:
         _HELD.add(self)
 
     def release(self) -> None:
-        fd, self._fd = self._fd, -1
-        _HELD.discard(self)
+        with _RELEASING:
+            fd, self._fd = self._fd, -1
+            _HELD.discard(self)
         if fd >= 0:
             os.close(fd)
 
 
 def _close_inherited_locks() -> None:
+    """In a forked child (one thread, whatever locks the parent's other threads held): close the copies."""
     for held in list(_HELD):
-        held.release()  # the child's copy of the descriptor: the parent's lock stays held
+        fd, held._fd = held._fd, -1
+        if fd >= 0:
+            os.close(fd)  # the child's copy of the descriptor: the parent's lock stays held
+    _HELD.clear()
 
 
 if hasattr(os, "register_at_fork"):
@@ -246,7 +256,8 @@ def _flock(lock_file: Path, deadline: float) -> HeldLock | None:
     system has no flock.  Raises TimeoutError at the deadline."""
     import fcntl
 
-    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by programs this process starts
+    # not inherited by programs this process starts; a symbolic link is refused, as filelock refuses it
+    fd = os.open(lock_file, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
     pause, held = 0.001, None
     try:
         while True:

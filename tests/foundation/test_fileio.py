@@ -142,6 +142,16 @@ def test_a_posix_lock_is_flock_itself(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["k.lock"]
 
 
+@pytest.mark.skipif(os.name != "posix", reason="flock(2) is POSIX")
+def test_a_lock_file_that_is_a_symbolic_link_is_refused(tmp_path: Path) -> None:
+    """Taking a lock never creates or opens a file elsewhere through a link planted at the lock's path."""
+    elsewhere = tmp_path / "elsewhere"
+    (tmp_path / "k.lock").symlink_to(elsewhere)
+    with pytest.raises(OSError):
+        acquire_lock(tmp_path / "k.lock", what="cache key k", timeout=0.05)
+    assert not elsewhere.exists()
+
+
 def test_without_flock_the_lock_is_filelocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A file system without flock (ENOLCK, as some network file systems answer): filelock's lock, which excludes."""
     import errno
