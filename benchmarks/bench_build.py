@@ -299,15 +299,19 @@ def bench_model(backend, work: Path, name: str, onnx: Path, shapes, runs: int,
     # what varies most from run to run (tens of ms between runs of one process here): the ratio again with that time
     # set to its median over both sides' runs and every other second of each side kept, the build's waits included
     # (for TensorRT's own threads; for the GIL beside the log's converting thread)
-    def equalized(ix) -> float:
+    def parts(ix) -> tuple[float, float, float]:
+        """The build's CPU time over both sides, and each side's other seconds (medians over the runs ``ix``)."""
         common = statistics.median([plugin_cpu[i] for i in ix] + [floor_cpu[i] for i in ix])
         rest_p = statistics.median(plugin_s[i] - plugin_cpu[i] for i in ix)
         rest_f = statistics.median(floor_s[i] - floor_cpu[i] for i in ix)
+        return common, rest_p, rest_f
+
+    def equalized(ix) -> float:
+        common, rest_p, rest_f = parts(ix)
         return (common + rest_p) / (common + rest_f)
 
     every = list(range(runs))
-    rest_p, rest_f = (statistics.median(w - c for w, c in zip(wall, cpu, strict=True))
-                      for wall, cpu in ((plugin_s, plugin_cpu), (floor_s, floor_cpu)))
+    _, rest_p, rest_f = parts(every)
     elo, ehi = bootstrap(runs, equalized)
     eq = "MET" if ehi <= 1.03 else "NOT MET" if elo > 1.03 else "NOT SHOWN (the interval spans 1.03)"
     print(f"  the same ratio with the build's own CPU time equalized {equalized(every):.3f} (95 % interval "

@@ -223,6 +223,10 @@ _HELD: set[_Flock] = set()
 _RELEASING = threading.Lock()
 
 
+class _Busy(Exception):
+    """Another holder kept the lock until the deadline (never an OSError: a file system's own ETIMEDOUT is not this)."""
+
+
 class _Flock:
     """An exclusive flock(2) held on an open descriptor of the lock file; released by closing it, from any thread."""
 
@@ -253,7 +257,7 @@ if hasattr(os, "register_at_fork"):
 
 def _flock(lock_file: Path, deadline: float) -> HeldLock | None:
     """The lock by flock(2) itself (POSIX), polled until ``deadline`` (``time.monotonic``); None where the file
-    system has no flock.  Raises TimeoutError at the deadline."""
+    system has no flock.  Raises _Busy at the deadline."""
     import fcntl
 
     # not inherited by programs this process starts; a symbolic link is refused, as filelock refuses it
@@ -268,7 +272,7 @@ def _flock(lock_file: Path, deadline: float) -> HeldLock | None:
             except BlockingIOError:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise TimeoutError(str(lock_file)) from None
+                    raise _Busy from None
                 time.sleep(min(pause, left))
                 pause = min(pause * 2, 0.05)
             except OSError as exc:
@@ -302,9 +306,9 @@ def acquire_lock(lock_file: Path, *, what: str, timeout: float = LOCK_TIMEOUT_S)
         try:
             lock.acquire()
         except Timeout:
-            raise TimeoutError(str(lock_file)) from None
+            raise _Busy from None
         return lock
-    except TimeoutError:
+    except _Busy:
         raise LockTimeout(
             f"could not lock {what} within {timeout:g} s: another process holds {lock_file}; "
             "if none does (a killed run), delete that file and run again",

@@ -53,6 +53,16 @@ _HOLDER = textwrap.dedent("""
 """)
 
 
+#: takes the lock at once or fails; prints whether filelock was imported
+_TAKE = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from pytest_trt.common.fileio import acquire_lock
+    acquire_lock(Path(sys.argv[1]), what="x", timeout=0.5).release()
+    print("filelock" in sys.modules)
+""")
+
+
 #: POSIX takes flock(2) itself; filelock where the file system has none (and on Windows)
 LOCKS = ["flock", "filelock"]
 
@@ -123,15 +133,6 @@ def test_a_forked_child_does_not_keep_its_parents_lock(tmp_path: Path) -> None:
         os.waitpid(pid, 0)
 
 
-_TAKE = textwrap.dedent("""
-    import sys
-    from pathlib import Path
-    from pytest_trt.common.fileio import acquire_lock
-    acquire_lock(Path(sys.argv[1]), what="x", timeout=0.5).release()
-    print("filelock" in sys.modules)
-""")
-
-
 @pytest.mark.skipif(os.name != "posix", reason="flock(2) is POSIX")
 def test_a_posix_lock_is_flock_itself(tmp_path: Path) -> None:
     """filelock probes the folder with a file of its own for every lock it takes (~0.6 ms of a cache miss's
@@ -152,6 +153,24 @@ def test_a_lock_file_that_is_a_symbolic_link_is_refused(tmp_path: Path) -> None:
     assert not elsewhere.exists()
 
 
+def test_a_file_systems_own_timeout_is_not_a_held_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ETIMEDOUT from a network file system is its error, shown as it is: not "another process holds" the lock."""
+    import errno
+
+    real = os.open
+
+    def timed_out(path: object, *args: object, **kwargs: object) -> int:
+        if str(path).endswith("k.lock"):
+            raise TimeoutError(errno.ETIMEDOUT, "Connection timed out", str(path))
+        return real(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", timed_out)
+    with pytest.raises(TimeoutError) as info:
+        acquire_lock(tmp_path / "k.lock", what="cache key k", timeout=0.05)
+    assert not isinstance(info.value, LockTimeout) and info.value.errno == errno.ETIMEDOUT
+
+
+@pytest.mark.skipif(os.name != "posix", reason="flock(2) is POSIX")
 def test_without_flock_the_lock_is_filelocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A file system without flock (ENOLCK, as some network file systems answer): filelock's lock, which excludes."""
     import errno

@@ -1,7 +1,7 @@
 """Under ``--dist loadgroup`` every test of one BuildConfig runs in one xdist worker, so each config's engine is
-loaded by one worker; a test's own ``xdist_group`` mark is kept, and a config with one test is not grouped.  Plumbing only: the fake backend of
-pytest_trt.testing builds the engines.  Which worker ran a test is read from xdist's ``-v`` lines and from
-a file each test appends its own ``PYTEST_XDIST_WORKER`` to."""
+loaded by one worker; a test's own ``xdist_group`` mark is kept, and a config with one test is not grouped.
+Plumbing only: the fake backend of pytest_trt.testing builds the engines.  Which worker ran a test is read from
+xdist's ``-v`` lines and from a file each test appends its own ``PYTEST_XDIST_WORKER`` to."""
 
 from __future__ import annotations
 
